@@ -1,0 +1,142 @@
+"""Checkpoints that hold everything a run needs, and never leave a half-written file behind.
+
+A checkpoint holds the global network, the optimizer's slots, the step/episode/wall-time counters,
+the environment's action count and the run's config as JSON, so `play.py` and `--resume` need
+nothing else. TensorFlow writes each numbered checkpoint (`ckpt-N`) through temporary files and
+then records it in the `checkpoint` state file; `last.ckpt` is then re-pointed at it by
+hard-linking each file under a temporary name and renaming it into place.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import tensorflow as tf
+
+from doom_a3c.config import TrainConfig
+
+LAST = "last.ckpt"
+CONFIG_FILE = "config.json"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that is missing, corrupt, or made for something else: a one-line user error."""
+
+
+class RunCounters(tf.Module):
+    """Counters and identity saved with the weights (plain tf.Variables: updated only by the coordinator)."""
+
+    def __init__(self, config: TrainConfig, num_actions: int):
+        super().__init__(name="run")
+        self.env_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.episodes = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.wall_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
+        self.num_actions = tf.Variable(num_actions, dtype=tf.int64, trainable=False)
+        self.config_json = tf.Variable(config.to_json(), dtype=tf.string, trainable=False)
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _checkpoint_files(prefix: str) -> list[str]:
+    directory, base = os.path.split(prefix)
+    names = [n for n in os.listdir(directory or ".") if n.startswith(base + ".data-") or n == base + ".index"]
+    return sorted(names, key=lambda n: n.endswith(".index"))  # data first, the index last
+
+
+def publish_alias(prefix: str, alias_prefix: str) -> None:
+    """Make `alias_prefix` a second name for checkpoint `prefix`, one atomic rename per file."""
+    directory = os.path.dirname(prefix) or "."
+    base = os.path.basename(prefix)
+    alias_base = os.path.basename(alias_prefix)
+    for name in _checkpoint_files(prefix):
+        src = os.path.join(directory, name)
+        dst = os.path.join(os.path.dirname(alias_prefix) or ".", alias_base + name[len(base):])
+        tmp = f"{dst}.tmp-{os.getpid()}"
+        try:
+            os.link(src, tmp)
+        except OSError:
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+
+
+class Checkpointer:
+    def __init__(self, model_dir: str, checkpoint: tf.train.Checkpoint, counters: RunCounters, keep: int = 3):
+        self.model_dir = model_dir
+        self.checkpoint = checkpoint
+        self.counters = counters
+        self.manager = tf.train.CheckpointManager(checkpoint, model_dir, max_to_keep=max(1, keep), checkpoint_name="ckpt")
+
+    def save(self) -> str:
+        path = self.manager.save(checkpoint_number=int(self.counters.env_steps.numpy()))
+        publish_alias(path, os.path.join(self.model_dir, LAST))
+        atomic_write_text(os.path.join(self.model_dir, CONFIG_FILE), self.counters.config_json.numpy().decode() + "\n")
+        return path
+
+    def latest(self) -> str | None:
+        return self.manager.latest_checkpoint
+
+
+def resolve_prefix(path: str) -> str:
+    """Accept `models/last.ckpt`, `models/last.ckpt.index` or a run folder like `models`."""
+    if path.endswith(".index"):
+        path = path[: -len(".index")]
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        candidate = os.path.join(path, LAST)
+        if os.path.exists(candidate + ".index"):
+            return candidate
+        if latest:
+            return latest
+        raise CheckpointError(f"no checkpoint in folder {path} (expected {os.path.join(path, LAST)})")
+    if not os.path.exists(path + ".index"):
+        raise CheckpointError(f"no checkpoint at {path} (expected the file {path}.index)")
+    return path
+
+
+def read_checkpoint_identity(prefix: str) -> tuple[TrainConfig, int, dict[str, float]]:
+    """The config, action count and counters stored in a checkpoint, without building anything."""
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+
+        def value(name: str):
+            return reader.get_tensor(f"run/{name}/.ATTRIBUTES/VARIABLE_VALUE")
+
+        config = TrainConfig.from_dict(json.loads(value("config_json")))
+        counters = {k: value(k).item() for k in ("env_steps", "episodes", "updates", "wall_seconds")}
+        return config, int(value("num_actions")), counters
+    except (tf.errors.OpError, ValueError, KeyError, UnicodeDecodeError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"checkpoint {prefix} is corrupt, truncated or not a doom_a3c checkpoint ({reason})") from None
+
+
+def restore(checkpoint: tf.train.Checkpoint, prefix: str, partial: bool = False) -> None:
+    """Restore into already-built objects; shape mismatches and damaged files become CheckpointError."""
+    try:
+        status = checkpoint.restore(prefix)
+        if partial:
+            status.expect_partial()
+        status.assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"cannot restore {prefix}: {reason[:300]}") from None
+
+
+def ensure_writable_dir(path: str, what: str) -> None:
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        probe = os.path.join(path, f".write-test-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as error:
+        raise CheckpointError(f"{what} {path} is not writable: {error.strerror or error}") from None

@@ -1,0 +1,131 @@
+"""Every hyperparameter of a run, in one typed config that is saved beside each checkpoint.
+
+The command line is generated from the dataclass fields, so a flag, its default and its help text
+live in exactly one place. `play.py` and `--resume` read the saved JSON back; only flags given
+explicitly on the command line override it (the Sample Factory convention).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A user-facing configuration mistake: printed as one line, never as a traceback."""
+
+
+def _flag(default: Any, help: str, **argparse_kwargs: Any) -> Any:
+    return field(default=default, metadata={"help": help, **argparse_kwargs})
+
+
+@dataclass
+class TrainConfig:
+    # --- environment ---
+    scenario: str = _flag("basic.wad", "ViZDoom scenario: a shipped name (basic, basic.wad, basic.cfg) or a path to your own .cfg/.wad")
+    frame_skip: int = _flag(0, "game tics per agent step (0 = the scenario preset's value, 4 when it has none)")
+    reward_scale: float = _flag(0.0, "multiply game rewards by this for learning (0 = preset value, 0.01 when none)")
+    screen_resolution: str = _flag("RES_160X120", "ViZDoom render resolution; GIFs use it, the network sees 84x84 grey")
+    # --- workers ---
+    workers: int = _flag(0, "worker threads (0 = one per CPU core)")
+    envs_per_worker: int = _flag(1, "environments each worker steps with one batched forward pass")
+    seed: int = _flag(0, "base random seed; worker i uses seed + i")
+    # --- algorithm ---
+    rollout: int = _flag(30, "environment steps per rollout before a gradient update")
+    gamma: float = _flag(0.99, "discount factor")
+    gae_lambda: float = _flag(1.0, "GAE lambda (1.0 = the seed's plain discounted advantages)")
+    value_coef: float = _flag(0.5, "weight of the value loss")
+    policy_coef: float = _flag(1.0, "weight of the policy-gradient loss")
+    entropy_coef: float = _flag(0.01, "weight of the entropy bonus")
+    clip_norm: float = _flag(40.0, "clip gradients at this global norm")
+    optimizer: str = _flag("adam", "shared optimizer", choices=["adam", "rmsprop"])
+    learning_rate: float = _flag(1e-4, "optimizer learning rate")
+    lstm_size: int = _flag(256, "LSTM cell size")
+    # --- budget and stopping ---
+    max_steps: int = _flag(0, "stop after this many environment steps in total (0 = no limit)")
+    max_minutes: float = _flag(0.0, "stop after this many minutes of wall time (0 = no limit)")
+    target_reward: float = _flag(float("nan"), "stop when the mean unscaled reward of the last 100 episodes reaches this (default: none)")
+    # --- outputs ---
+    model_dir: str = _flag("models", "checkpoints, config.json, progress.csv, curve PNG and TensorBoard events")
+    frames_dir: str = _flag("frames", "GIFs of worker 0's episodes")
+    gif_every: int = _flag(25, "record a GIF every N episodes of worker 0 (0 = never)")
+    save_every_minutes: float = _flag(2.0, "save a checkpoint at least this often")
+    save_every_episodes: int = _flag(250, "also save a checkpoint every N episodes (0 = only by time)")
+    keep_checkpoints: int = _flag(3, "numbered checkpoints to keep besides last.ckpt")
+    log_every_seconds: float = _flag(5.0, "progress line and TensorBoard loss summaries interval")
+    resume: bool = _flag(False, "continue the run saved in --model-dir (weights, optimizer, counters, config)")
+
+    def validate(self) -> "TrainConfig":
+        positive = ["rollout", "envs_per_worker", "lstm_size", "log_every_seconds", "save_every_minutes"]
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
+        non_negative = ["workers", "frame_skip", "reward_scale", "max_steps", "max_minutes", "gif_every",
+                        "save_every_episodes", "value_coef", "policy_coef", "entropy_coef", "keep_checkpoints"]
+        for name in non_negative:
+            if getattr(self, name) < 0:
+                raise ConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        if not self.learning_rate > 0:
+            raise ConfigError(f"--learning-rate must be > 0, got {self.learning_rate}")
+        if not self.clip_norm > 0:
+            raise ConfigError(f"--clip-norm must be > 0, got {self.clip_norm}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ConfigError(f"--gamma must be in [0, 1], got {self.gamma}")
+        if not 0.0 <= self.gae_lambda <= 1.0:
+            raise ConfigError(f"--gae-lambda must be in [0, 1], got {self.gae_lambda}")
+        return self
+
+    def resolved_workers(self) -> int:
+        return self.workers or (os.cpu_count() or 1)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _parse_bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+class _OneLineErrorParser(argparse.ArgumentParser):
+    """argparse prints usage + error; we want exactly one clear line on stderr."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def build_parser(description: str) -> argparse.ArgumentParser:
+    parser = _OneLineErrorParser(description=description,
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    for f in dataclasses.fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        kwargs = {k: v for k, v in f.metadata.items()}
+        if f.type in ("bool", bool):
+            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=kwargs["help"])
+            continue
+        kind = {"int": int, "float": float, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
+        kwargs["help"] += f" (default: {f.default})"
+        parser.add_argument(flag, type=kind, default=argparse.SUPPRESS, **kwargs)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
+    """Flags given explicitly override `base` (a saved config when resuming); the rest keep its values."""
+    base = base or TrainConfig()
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
+    return dataclasses.replace(base, **given)
+
+
+def explicit_fields(args: argparse.Namespace) -> set[str]:
+    return {f.name for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}

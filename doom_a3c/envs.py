@@ -1,0 +1,116 @@
+"""Environments behind one small interface, and the pixel preprocessing the network expects.
+
+An environment here reports the game's true reward; scaling for learning happens in the worker,
+so the CSV, TensorBoard and play.py always show what the game itself scored.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+import cv2
+import numpy as np
+
+from doom_a3c.config import ConfigError, TrainConfig
+from doom_a3c.scenarios import Scenario, resolve_scenario
+
+FRAME_SIZE = 84
+OBSERVATION_SHAPE = (FRAME_SIZE, FRAME_SIZE, 1)
+
+
+def preprocess_frame(screen: np.ndarray) -> np.ndarray:
+    """RGB (H, W, 3) or grey (H, W) uint8 screen -> (84, 84, 1) uint8 grey frame.
+
+    Kept as uint8 (4x smaller rollouts); the network scales to [0, 1] itself.
+    """
+    grey = cv2.cvtColor(screen, cv2.COLOR_RGB2GRAY) if screen.ndim == 3 else screen
+    small = cv2.resize(grey, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
+    return small[:, :, None]
+
+
+class StepResult(NamedTuple):
+    observation: np.ndarray  # [84, 84, 1] uint8; meaningless once done
+    reward: float  # the game's reward, unscaled
+    done: bool
+
+
+class Environment(Protocol):
+    num_actions: int
+    action_names: list[str]
+
+    def reset(self) -> np.ndarray: ...
+
+    def step(self, action: int) -> StepResult: ...
+
+    def screen(self) -> np.ndarray: ...
+
+    def close(self) -> None: ...
+
+
+class DoomEnvironment:
+    """One ViZDoom game, rendering RGB at the scenario's resolution, stepping `frame_skip` tics."""
+
+    def __init__(self, scenario: Scenario, frame_skip: int, resolution: str = "RES_160X120", seed: int = 0):
+        import vizdoom as vzd
+
+        self._game = vzd.DoomGame()
+        try:
+            self._game.load_config(scenario.cfg_path)
+        except Exception as error:  # ViZDoom raises its own exception types
+            raise ConfigError(f"cannot load scenario config {scenario.cfg_path}: {error}") from error
+        try:
+            self._game.set_screen_resolution(getattr(vzd.ScreenResolution, resolution))
+        except AttributeError:
+            raise ConfigError(f"unknown --screen-resolution {resolution!r}; e.g. RES_160X120, RES_320X240") from None
+        self._game.set_screen_format(vzd.ScreenFormat.RGB24)
+        self._game.set_window_visible(False)
+        self._game.set_mode(vzd.Mode.PLAYER)
+        self._game.set_seed(seed % (2**31))
+        try:
+            self._game.init()
+        except Exception as error:
+            raise ConfigError(f"ViZDoom could not start {scenario.cfg_path}: {error}") from error
+        buttons = [str(b).split(".")[-1].split(":")[0] for b in self._game.get_available_buttons()]
+        combos = scenario.actions or [[b] for b in buttons if not b.endswith("_DELTA")]
+        unknown = sorted({b for combo in combos for b in combo} - set(buttons))
+        if unknown:
+            raise ConfigError(f"preset for {scenario.name} uses buttons {unknown} that its cfg does not make "
+                              f"available ({buttons})")
+        self._actions = [[1.0 if b in combo else 0.0 for b in buttons] for combo in combos]
+        self.action_names = ["+".join(combo) for combo in combos]
+        self.num_actions = len(self._actions)
+        self._frame_skip = frame_skip
+        self._last_screen: np.ndarray | None = None
+
+    def _observe(self) -> np.ndarray:
+        self._last_screen = self._game.get_state().screen_buffer
+        return preprocess_frame(self._last_screen)
+
+    def reset(self) -> np.ndarray:
+        self._game.new_episode()
+        return self._observe()
+
+    def step(self, action: int) -> StepResult:
+        reward = self._game.make_action(self._actions[action], self._frame_skip)
+        if self._game.is_episode_finished():
+            return StepResult(np.zeros(OBSERVATION_SHAPE, np.uint8), float(reward), True)
+        return StepResult(self._observe(), float(reward), False)
+
+    def screen(self) -> np.ndarray:
+        """The last rendered frame at full resolution, RGB: what GIFs show a person."""
+        assert self._last_screen is not None, "reset() first"
+        return self._last_screen
+
+    def close(self) -> None:
+        self._game.close()
+
+
+def make_environment(config: TrainConfig, seed: int) -> Environment:
+    scenario = resolve_scenario(config.scenario, cache_dir=config.model_dir)
+    frame_skip = config.frame_skip or scenario.frame_skip
+    return DoomEnvironment(scenario, frame_skip, config.screen_resolution, seed)
+
+
+def reward_scale_for(config: TrainConfig) -> float:
+    if config.reward_scale:
+        return config.reward_scale
+    return resolve_scenario(config.scenario, cache_dir=config.model_dir).reward_scale

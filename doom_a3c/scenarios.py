@@ -1,0 +1,116 @@
+"""Turn a `--scenario` value into a ViZDoom config file plus the project's preset for it.
+
+Presets live in `scenarios/<name>.toml` (frame skip, reward scale, action set, a known target).
+A scenario without a preset runs with its .cfg as it is: one action per available button.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from doom_a3c.config import ConfigError
+
+PRESETS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+DEFAULT_FRAME_SKIP = 4
+DEFAULT_REWARD_SCALE = 0.01
+
+# Used for a bare .wad with no .cfg beside it: the buttons most Doom scenarios need.
+_DEFAULT_WAD_CFG = """\
+doom_scenario_path = {wad}
+doom_map = map01
+episode_timeout = 2100
+episode_start_time = 14
+available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK MOVE_FORWARD MOVE_BACKWARD TURN_LEFT TURN_RIGHT }}
+mode = PLAYER
+"""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    cfg_path: str
+    frame_skip: int = DEFAULT_FRAME_SKIP
+    reward_scale: float = DEFAULT_REWARD_SCALE
+    target_reward: float | None = None
+    # Each action is the list of buttons held down; None = one action per available button.
+    actions: list[list[str]] | None = field(default=None)
+    description: str = ""
+
+
+def shipped_scenarios_dir() -> str:
+    import vizdoom
+
+    return vizdoom.scenarios_path
+
+
+def shipped_scenario_names() -> list[str]:
+    """Single-player scenarios that ViZDoom ships with their own .wad."""
+    directory = shipped_scenarios_dir()
+    names = []
+    for cfg in sorted(Path(directory).glob("*.cfg")):
+        wad = _cfg_value(cfg, "doom_scenario_path")
+        if wad and (cfg.parent / wad).exists() and not cfg.stem.startswith("multi"):
+            names.append(cfg.stem)
+    return names
+
+
+def _cfg_value(cfg: Path, key: str) -> str | None:
+    for line in cfg.read_text(errors="replace").splitlines():
+        match = re.match(rf"\s*{key}\s*=\s*(\S+)", line, flags=re.IGNORECASE)
+        if match:
+            return match.group(1)
+    return None
+
+
+def load_preset(name: str) -> dict:
+    path = PRESETS_DIR / f"{name}.toml"
+    if not path.exists():
+        return {}
+    with open(path, "rb") as handle:
+        return tomllib.load(handle)
+
+
+def _cfg_for_wad(wad: Path, cache_dir: str) -> str:
+    beside = wad.with_suffix(".cfg")
+    if beside.exists():
+        return str(beside)
+    os.makedirs(cache_dir, exist_ok=True)
+    cfg = Path(cache_dir) / f"{wad.stem}.cfg"
+    cfg.write_text(_DEFAULT_WAD_CFG.format(wad=wad.resolve()))
+    return str(cfg)
+
+
+def resolve_scenario(value: str, cache_dir: str = "models") -> Scenario:
+    """`basic`, `basic.wad`, `basic.cfg` or a path to a user's own .cfg/.wad."""
+    path = Path(value).expanduser()
+    if path.suffix in (".cfg", ".wad") and path.exists() and (os.sep in value or path.is_absolute()
+                                                               or path.name not in _shipped_files()):
+        name = path.stem
+        cfg = str(path) if path.suffix == ".cfg" else _cfg_for_wad(path, cache_dir)
+    else:
+        name = Path(value).name
+        for suffix in (".wad", ".cfg"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+        valid = shipped_scenario_names()
+        if name not in valid:
+            raise ConfigError(f"unknown scenario {value!r}; valid: {', '.join(valid)} "
+                              f"(or a path to your own .cfg or .wad)")
+        cfg = os.path.join(shipped_scenarios_dir(), f"{name}.cfg")
+    preset = load_preset(name)
+    return Scenario(
+        name=name,
+        cfg_path=cfg,
+        frame_skip=int(preset.get("frame_skip", DEFAULT_FRAME_SKIP)),
+        reward_scale=float(preset.get("reward_scale", DEFAULT_REWARD_SCALE)),
+        target_reward=preset.get("target_reward"),
+        actions=preset.get("actions"),
+        description=preset.get("description", ""),
+    )
+
+
+def _shipped_files() -> set[str]:
+    return set(os.listdir(shipped_scenarios_dir()))

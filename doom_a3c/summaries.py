@@ -1,0 +1,104 @@
+"""Everything a run reports: progress.csv, TensorBoard scalars, the learning-curve PNG."""
+from __future__ import annotations
+
+import csv
+import os
+from collections import deque
+
+import numpy as np
+import tensorflow as tf
+
+from doom_a3c.checkpoint import atomic_write_text
+from doom_a3c.config import TrainConfig
+
+CSV_FIELDS = ["wall_s", "env_steps", "episode", "worker", "reward", "length"]
+
+
+def read_progress(path: str) -> list[dict[str, float]]:
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as handle:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+class RunLog:
+    def __init__(self, model_dir: str, config: TrainConfig, resumed_episodes: int | None = None):
+        self.csv_path = os.path.join(model_dir, "progress.csv")
+        self.curve_path = os.path.join(model_dir, "learning_curve.png")
+        rows = read_progress(self.csv_path) if resumed_episodes is not None else []
+        # After a crash the CSV may run ahead of the checkpoint we resume from: keep only what it covers.
+        rows = [r for r in rows if r["episode"] <= (resumed_episodes or 0)]
+        self.rows: list[dict[str, float]] = rows
+        self._write_csv_header(rows)
+        self._csv = open(self.csv_path, "a", newline="")
+        self._csv_writer = csv.writer(self._csv)
+        self.recent_rewards: deque[float] = deque((r["reward"] for r in rows[-100:]), maxlen=100)
+        self.writer = tf.summary.create_file_writer(os.path.join(model_dir, "tensorboard"))
+        with self.writer.as_default():
+            table = "\n".join(f"| {k} | {v} |" for k, v in sorted(vars(config).items()))
+            tf.summary.text("Config/Hyperparameters", "| parameter | value |\n|---|---|\n" + table, step=0)
+
+    def _write_csv_header(self, rows: list[dict[str, float]]) -> None:
+        lines = [",".join(CSV_FIELDS)]
+        lines += [",".join(_format(r[k]) for k in CSV_FIELDS) for r in rows]
+        atomic_write_text(self.csv_path, "\n".join(lines) + "\n")
+
+    def episode(self, wall_s: float, env_steps: int, episode: int, worker: int, reward: float, length: int,
+                mean_value: float) -> None:
+        row = {"wall_s": round(wall_s, 2), "env_steps": env_steps, "episode": episode, "worker": worker,
+               "reward": reward, "length": length}
+        self.rows.append(row)
+        self._csv_writer.writerow([_format(row[k]) for k in CSV_FIELDS])
+        self.recent_rewards.append(reward)
+        with self.writer.as_default(step=env_steps):
+            tf.summary.scalar("Perf/Reward", reward)
+            tf.summary.scalar("Perf/Length", length)
+            tf.summary.scalar("Perf/Value", mean_value)
+            tf.summary.scalar("Perf/Mean Reward (100 episodes)", self.mean_reward())
+
+    def mean_reward(self) -> float:
+        return float(np.mean(self.recent_rewards)) if self.recent_rewards else float("nan")
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        with self.writer.as_default(step=step):
+            for tag, value in values.items():
+                tf.summary.scalar(tag, value)
+
+    def flush(self) -> None:
+        self._csv.flush()
+        self.writer.flush()
+
+    def plot_curve(self) -> None:
+        if not self.rows:
+            return
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        steps = np.array([r["env_steps"] for r in self.rows])
+        wall = np.array([r["wall_s"] for r in self.rows])
+        rewards = np.array([r["reward"] for r in self.rows])
+        window = np.array([rewards[max(0, i - 99): i + 1].mean() for i in range(len(rewards))])
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for ax, x, label in ((axes[0], steps, "environment steps"), (axes[1], wall / 60.0, "wall time (minutes)")):
+            ax.plot(x, rewards, ".", alpha=0.25, markersize=3, label="episode")
+            ax.plot(x, window, "-", linewidth=2, label="mean of last 100")
+            ax.set_xlabel(label)
+            ax.set_ylabel("episode reward")
+            ax.grid(alpha=0.3)
+        axes[0].legend(loc="lower right")
+        fig.tight_layout()
+        tmp = f"{self.curve_path}.tmp-{os.getpid()}"
+        fig.savefig(tmp, format="png", dpi=80)
+        plt.close(fig)
+        os.replace(tmp, self.curve_path)
+
+    def close(self) -> None:
+        self.flush()
+        self._csv.close()
+        self.writer.close()
+
+
+def _format(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.4f}".rstrip("0")

@@ -1,0 +1,241 @@
+"""The coordinator: builds the global network and the workers, runs them in threads, and owns
+everything that is not learning: counting, logging, GIFs, checkpoints, stop conditions and signals.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import keras
+import tensorflow as tf
+
+from doom_a3c.checkpoint import (CONFIG_FILE, LAST, Checkpointer, CheckpointError, RunCounters, ensure_writable_dir,
+                                 read_checkpoint_identity, resolve_prefix, restore)
+from doom_a3c.config import ConfigError, TrainConfig
+from doom_a3c.envs import OBSERVATION_SHAPE, make_environment, reward_scale_for
+from doom_a3c.network import ActorCritic
+from doom_a3c.recording import DOOM_TICS_PER_SECOND, write_gif
+from doom_a3c.scenarios import resolve_scenario
+from doom_a3c.summaries import RunLog
+from doom_a3c.worker import SharedState, Worker
+
+RUN_FILES = ("checkpoint", CONFIG_FILE, "progress.csv", "learning_curve.png", "tensorboard")
+
+
+def configure_threads(workers: int) -> None:
+    """One intra-op thread per op (workers already run in parallel) and one inter-op thread per worker:
+    the cores are shared out instead of every op fanning out to all of them."""
+    cores = os.cpu_count() or 1
+    tf.config.threading.set_intra_op_parallelism_threads(1 if workers >= cores else max(1, cores // workers))
+    tf.config.threading.set_inter_op_parallelism_threads(max(2, min(workers, cores)))
+
+
+def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
+    if config.optimizer == "rmsprop":
+        return keras.optimizers.RMSprop(learning_rate=config.learning_rate, rho=0.99, epsilon=0.1)
+    return keras.optimizers.Adam(learning_rate=config.learning_rate)
+
+
+def archive_previous_run(model_dir: str) -> str | None:
+    """A fresh run never overwrites an old one: move its files into models/archive/<time>/."""
+    names = [n for n in os.listdir(model_dir) if n in RUN_FILES or n.startswith(("ckpt-", LAST))]
+    if not names:
+        return None
+    target = os.path.join(model_dir, "archive", time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(target, exist_ok=True)
+    for name in names:
+        shutil.move(os.path.join(model_dir, name), os.path.join(target, name))
+    return target
+
+
+@dataclass
+class StopReason:
+    text: str = ""
+
+
+class Trainer:
+    def __init__(self, config: TrainConfig, explicit: set[str] | None = None):
+        self.config = config
+        self.explicit = explicit or set()
+        self.stop_reason = StopReason()
+
+    # ---- set-up ----------------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        cfg = self.config
+        ensure_writable_dir(cfg.model_dir, "--model-dir")
+        ensure_writable_dir(cfg.frames_dir, "--frames-dir")
+        self.resume_prefix = None
+        if cfg.resume:
+            self.resume_prefix = resolve_prefix(cfg.model_dir)
+            saved, saved_actions, self.saved_counters = read_checkpoint_identity(self.resume_prefix)
+            if "scenario" in self.explicit and resolve_scenario(cfg.scenario).name != resolve_scenario(saved.scenario).name:
+                raise CheckpointError(f"{self.resume_prefix} was trained on {saved.scenario}, not {cfg.scenario}; "
+                                      f"use another --model-dir for a new scenario")
+            self.saved_actions = saved_actions
+        else:
+            archived = archive_previous_run(cfg.model_dir)
+            if archived:
+                print(f"note: the previous run in {cfg.model_dir} was moved to {archived}", file=sys.stderr)
+
+    def _build(self) -> None:
+        cfg = self.config
+        self.workers_count = cfg.resolved_workers()
+        configure_threads(self.workers_count)
+        keras.utils.set_random_seed(cfg.seed)
+        # Environments first: they validate the scenario and tell the action count.
+        env_groups = [[make_environment(cfg, seed=cfg.seed + 1000 * w + e) for e in range(cfg.envs_per_worker)]
+                      for w in range(self.workers_count)]
+        self.envs = [env for group in env_groups for env in group]
+        num_actions = env_groups[0][0].num_actions
+        if self.resume_prefix and num_actions != self.saved_actions:
+            raise CheckpointError(f"{self.resume_prefix} has {self.saved_actions} actions but {cfg.scenario} "
+                                  f"has {num_actions}; it was made for another scenario or action set")
+        self.global_net = ActorCritic(num_actions, cfg.lstm_size, seed=cfg.seed, name="global")
+        self.global_net.build_variables(OBSERVATION_SHAPE)
+        self.optimizer = build_optimizer(cfg)
+        # Keras builds optimizer slots lazily; threads racing into that build corrupt it.
+        self.optimizer.build(self.global_net.trainable_variables)
+        self.counters = RunCounters(cfg, num_actions)
+        checkpoint = tf.train.Checkpoint(model=self.global_net, optimizer=self.optimizer, run=self.counters)
+        if self.resume_prefix:
+            restore(checkpoint, self.resume_prefix)
+            self.counters.config_json.assign(cfg.to_json())
+        self.checkpointer = Checkpointer(cfg.model_dir, checkpoint, self.counters, cfg.keep_checkpoints)
+        self.shared = SharedState(self.global_net, self.optimizer,
+                                  env_steps=int(self.counters.env_steps.numpy()),
+                                  updates=int(self.counters.updates.numpy()))
+        self.episodes = int(self.counters.episodes.numpy())
+        self.wall_offset = float(self.counters.wall_seconds.numpy())
+        scale = reward_scale_for(cfg)
+        self.workers = []
+        for w, group in enumerate(env_groups):
+            # Local copies are built here, in the main thread: Keras keeps some per-thread global state.
+            local = ActorCritic(num_actions, cfg.lstm_size, seed=cfg.seed, name=f"worker_{w}")
+            local.build_variables(OBSERVATION_SHAPE)
+            self.workers.append(Worker(w, cfg, group, local, self.shared, scale, seed=cfg.seed + w,
+                                       record_every=cfg.gif_every if w == 0 else 0))
+        self.log = RunLog(cfg.model_dir, cfg, resumed_episodes=self.episodes if self.resume_prefix else None)
+        frame_skip = cfg.frame_skip or resolve_scenario(cfg.scenario, cfg.model_dir).frame_skip
+        self.seconds_per_frame = frame_skip / DOOM_TICS_PER_SECOND
+
+    # ---- the loop --------------------------------------------------------------------------------
+    def run(self) -> int:
+        self._prepare()
+        self._build()
+        cfg = self.config
+        self._install_signal_handlers()
+        threads = [threading.Thread(target=w.run, name=f"worker_{w.index}", daemon=True) for w in self.workers]
+        self.start_time = time.time()
+        last_save = last_log = last_plot = self.start_time
+        last_log_steps = self.shared.env_steps
+        episodes_at_save = self.episodes
+        target = cfg.target_reward
+        print(f"training {cfg.scenario}: {self.workers_count} workers x {cfg.envs_per_worker} envs, "
+              f"{self.global_net.num_actions} actions, outputs in {cfg.model_dir}/ and {cfg.frames_dir}/", flush=True)
+        for thread in threads:
+            thread.start()
+        try:
+            while not self.shared.stop.wait(0.2):
+                now = time.time()
+                self._drain_episodes()
+                if now - last_log >= cfg.log_every_seconds:
+                    rate = (self.shared.env_steps - last_log_steps) / (now - last_log)
+                    self._report(rate)
+                    last_log, last_log_steps = now, self.shared.env_steps
+                if now - last_plot >= 30:
+                    self.log.plot_curve()
+                    last_plot = now
+                due_by_episodes = cfg.save_every_episodes and self.episodes - episodes_at_save >= cfg.save_every_episodes
+                if now - last_save >= cfg.save_every_minutes * 60 or due_by_episodes:
+                    self.save()
+                    last_save, episodes_at_save = now, self.episodes
+                self._check_stop(now, target)
+        finally:
+            self.shared.stop.set()
+            for thread in threads:
+                thread.join(timeout=60)
+            self._drain_episodes()
+            self.save()
+            self.log.plot_curve()
+            self.log.close()
+            for env in self.envs:
+                env.close()
+        if self.shared.errors:
+            error = self.shared.errors[0]
+            print(f"error: worker failed: {type(error).__name__}: {error} (final checkpoint saved in "
+                  f"{cfg.model_dir}/{LAST})", file=sys.stderr)
+            return 1
+        print(f"stopped: {self.stop_reason.text or 'done'}; {self.shared.env_steps} steps, {self.episodes} episodes, "
+              f"mean-100 reward {self.log.mean_reward():.1f}; checkpoint {cfg.model_dir}/{LAST}", flush=True)
+        return 0
+
+    def _check_stop(self, now: float, target: float) -> None:
+        cfg = self.config
+        reason = ""
+        if cfg.max_steps and self.shared.env_steps >= cfg.max_steps:
+            reason = f"reached --max-steps {cfg.max_steps}"
+        elif cfg.max_minutes and now - self.start_time >= cfg.max_minutes * 60:
+            reason = f"reached --max-minutes {cfg.max_minutes:g}"
+        elif not math.isnan(target) and len(self.log.recent_rewards) >= 100 and self.log.mean_reward() >= target:
+            reason = f"mean-100 reward {self.log.mean_reward():.1f} reached --target-reward {target:g}"
+        if reason:
+            self.stop_reason.text = reason
+            self.shared.stop.set()
+
+    def wall_seconds(self) -> float:
+        return self.wall_offset + time.time() - self.start_time
+
+    def _drain_episodes(self) -> None:
+        while not self.shared.episodes.empty():
+            result = self.shared.episodes.get_nowait()
+            self.episodes += 1
+            self.log.episode(self.wall_seconds(), self.shared.env_steps, self.episodes, result.worker,
+                             result.reward, result.length, result.mean_value)
+            if result.frames:
+                path = os.path.join(self.config.frames_dir, f"episode_{self.episodes:06d}.gif")
+                write_gif(path, result.frames, self.seconds_per_frame)
+
+    def _report(self, steps_per_second: float) -> None:
+        metrics = list(self.shared.latest_metrics.values())
+        values = {"Perf/Steps per second": steps_per_second}
+        if metrics:
+            mean = lambda name: sum(getattr(m, name) for m in metrics) / len(metrics)  # noqa: E731
+            values.update({"Losses/Value Loss": mean("value_loss"), "Losses/Policy Loss": mean("policy_loss"),
+                           "Losses/Entropy": mean("entropy"), "Losses/Grad Norm": mean("grad_norm"),
+                           "Losses/Var Norm": mean("var_norm")})
+        values["Losses/Skipped non-finite updates"] = self.shared.skipped_updates
+        self.log.scalars(self.shared.env_steps, values)
+        self.log.flush()
+        elapsed = self.wall_seconds()
+        print(f"[{elapsed / 60:6.1f} min] steps {self.shared.env_steps:>9,}  {steps_per_second:7.0f} steps/s  "
+              f"episodes {self.episodes:>6}  mean-100 reward {self.log.mean_reward():7.1f}", flush=True)
+
+    def save(self) -> str:
+        self.counters.env_steps.assign(self.shared.env_steps)
+        self.counters.episodes.assign(self.episodes)
+        self.counters.updates.assign(self.shared.updates)
+        self.counters.wall_seconds.assign(self.wall_seconds() if hasattr(self, "start_time") else self.wall_offset)
+        return self.checkpointer.save()
+
+    def _install_signal_handlers(self) -> None:
+        def stop(signum, _frame):
+            self.stop_reason.text = f"stopped by {signal.Signals(signum).name}"
+            self.shared.stop.set()
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, stop)
+            signal.signal(signal.SIGTERM, stop)
+
+
+def train(config: TrainConfig, explicit: set[str] | None = None) -> int:
+    try:
+        return Trainer(config.validate(), explicit).run()
+    except (ConfigError, CheckpointError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

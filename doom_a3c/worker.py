@@ -1,0 +1,215 @@
+"""One A3C worker: a local copy of the network driving E environments in one thread.
+
+Each cycle: sync the local copy from `global`, play `rollout` steps in every environment with one
+batched forward pass per step, compute returns and advantages, take the gradient of the local
+loss, clip it, and apply it to the global variables through the shared optimizer.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import tensorflow as tf
+
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs import Environment
+from doom_a3c.losses import a3c_loss
+from doom_a3c.network import ActorCritic, LSTMState
+from doom_a3c.returns import discounted_returns, generalized_advantages
+
+
+class Rollout(NamedTuple):
+    observations: np.ndarray  # [T, B, *obs] uint8
+    actions: np.ndarray  # [T, B] int32
+    rewards: np.ndarray  # [T, B] float32, scaled for learning
+    dones: np.ndarray  # [T, B] float32, 1 where the episode ended at this step
+    starts: np.ndarray  # [T, B] float32, 1 where the episode began at this step (LSTM reset)
+    values: np.ndarray  # [T, B] float32, V(s_t) from acting
+    initial_state: LSTMState  # [B, L] each, before step 0
+    bootstrap_values: np.ndarray  # [B], V(s_T)
+
+
+class EpisodeResult(NamedTuple):
+    worker: int
+    reward: float  # the game's own score, unscaled
+    length: int
+    mean_value: float
+    frames: list[np.ndarray] | None  # full-resolution RGB screens, when this episode was recorded
+
+
+class TrainMetrics(NamedTuple):
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    grad_norm: float
+    var_norm: float
+    applied: bool  # False when the gradient was not finite and was dropped
+
+
+@dataclass
+class SharedState:
+    """What every worker shares with the others and with the coordinator."""
+
+    global_net: ActorCritic
+    optimizer: object
+    env_steps: int = 0
+    updates: int = 0
+    skipped_updates: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+    episodes: "queue.Queue[EpisodeResult]" = field(default_factory=queue.Queue)
+    latest_metrics: dict[int, TrainMetrics] = field(default_factory=dict)
+    errors: list[BaseException] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # Serialises optimizer updates: Keras optimizers keep unsynchronised slots and counters.
+    apply_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_steps(self, count: int) -> None:
+        with self.lock:
+            self.env_steps += count
+
+    def fail(self, error: BaseException) -> None:
+        with self.lock:
+            self.errors.append(error)
+        self.stop.set()
+
+
+class Worker:
+    def __init__(self, index: int, config: TrainConfig, envs: list[Environment], local_net: ActorCritic,
+                 shared: SharedState, reward_scale: float, seed: int, record_every: int = 0):
+        self.index = index
+        self.config = config
+        self.envs = envs
+        self.local_net = local_net
+        self.shared = shared
+        self.reward_scale = reward_scale
+        self.record_every = record_every
+        self.rng = np.random.default_rng(seed)
+        batch = len(envs)
+        self._observations = np.stack([env.reset() for env in envs])  # [B, *obs]
+        self._state = local_net.initial_state(batch)
+        self._starts = np.ones(batch, np.float32)
+        self._episode_reward = np.zeros(batch)
+        self._episode_length = np.zeros(batch, np.int64)
+        self._episode_value_sum = np.zeros(batch)
+        self._recorded_episodes = 0  # episodes of environment 0, for GIF selection
+        self._frames: list[np.ndarray] | None = self._maybe_start_recording()
+        self._act = tf.function(self._act_graph)
+        self._gradients = tf.function(self._gradients_graph)
+        self._apply = tf.function(self._apply_graph)
+        self._sync = tf.function(self._sync_graph)
+
+    # ---- compiled pieces -------------------------------------------------------------------------
+    def _act_graph(self, observations, h, c, starts):
+        out = self.local_net.step(observations, LSTMState(h, c), starts)
+        return out.logits, out.values, out.state.h, out.state.c
+
+    def _gradients_graph(self, observations, actions, starts, h, c, returns, advantages):
+        variables = self.local_net.trainable_variables
+        with tf.GradientTape() as tape:
+            out = self.local_net.unroll(observations, LSTMState(h, c), starts)
+            terms = a3c_loss(out.logits, out.values, actions, returns, advantages,
+                             self.config.value_coef, self.config.policy_coef, self.config.entropy_coef)
+        grads = tape.gradient(terms.total, variables)
+        clipped, grad_norm = tf.clip_by_global_norm(grads, self.config.clip_norm)
+        steps = tf.cast(tf.shape(actions)[0], tf.float32)
+        metrics = (terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
+                   tf.linalg.global_norm(variables))
+        return clipped, metrics, tf.math.is_finite(grad_norm) & tf.math.is_finite(terms.total)
+
+    def _apply_graph(self, grads):
+        self.shared.optimizer.apply_gradients(zip(grads, self.shared.global_net.trainable_variables))
+
+    def _sync_graph(self):
+        for local, source in zip(self.local_net.trainable_variables, self.shared.global_net.trainable_variables):
+            local.assign(source)
+
+    # ---- acting ----------------------------------------------------------------------------------
+    def sync(self) -> None:
+        self._sync()
+
+    def _maybe_start_recording(self) -> list[np.ndarray] | None:
+        if self.record_every and self._recorded_episodes % self.record_every == 0:
+            return [self.envs[0].screen().copy()]
+        return None
+
+    def _sample(self, logits: np.ndarray) -> np.ndarray:
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        cumulative = np.cumsum(probs, axis=1)
+        draws = self.rng.random((len(logits), 1)) * cumulative[:, -1:]
+        return np.minimum((cumulative < draws).sum(axis=1), logits.shape[1] - 1).astype(np.int32)
+
+    def collect_rollout(self, steps: int) -> Rollout:
+        batch = len(self.envs)
+        observations = np.empty((steps, batch, *self._observations.shape[1:]), np.uint8)
+        actions = np.empty((steps, batch), np.int32)
+        rewards = np.empty((steps, batch), np.float32)
+        dones = np.empty((steps, batch), np.float32)
+        starts = np.empty((steps, batch), np.float32)
+        values = np.empty((steps, batch), np.float32)
+        initial_state = LSTMState(self._state.h.numpy(), self._state.c.numpy())
+        for t in range(steps):
+            logits, step_values, h, c = self._act(self._observations, self._state.h, self._state.c, self._starts)
+            self._state = LSTMState(h, c)
+            chosen = self._sample(logits.numpy())
+            observations[t], actions[t], starts[t], values[t] = self._observations, chosen, self._starts, step_values
+            for b, env in enumerate(self.envs):
+                result = env.step(int(chosen[b]))
+                rewards[t, b], dones[t, b] = result.reward * self.reward_scale, result.done
+                self._track_episode(b, result.reward, float(values[t, b]), result.done)
+                if result.done:
+                    self._observations[b] = env.reset()
+                    if b == 0:
+                        self._frames = self._maybe_start_recording()
+                else:
+                    self._observations[b] = result.observation
+                    if b == 0 and self._frames is not None:
+                        self._frames.append(env.screen().copy())
+            self._starts = dones[t].copy()
+        self.shared.add_steps(steps * batch)
+        _, bootstrap, _, _ = self._act(self._observations, self._state.h, self._state.c, self._starts)
+        return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap.numpy())
+
+    def _track_episode(self, b: int, reward: float, value: float, done: bool) -> None:
+        self._episode_reward[b] += reward
+        self._episode_length[b] += 1
+        self._episode_value_sum[b] += value
+        if not done:
+            return
+        frames = self._frames if b == 0 else None
+        self.shared.episodes.put(EpisodeResult(self.index, float(self._episode_reward[b]), int(self._episode_length[b]),
+                                               float(self._episode_value_sum[b] / self._episode_length[b]), frames))
+        self._episode_reward[b] = self._episode_length[b] = self._episode_value_sum[b] = 0
+        if b == 0:
+            self._recorded_episodes += 1
+
+    # ---- learning --------------------------------------------------------------------------------
+    def learn(self, rollout: Rollout) -> TrainMetrics:
+        cfg = self.config
+        returns = discounted_returns(rollout.rewards, rollout.dones, rollout.bootstrap_values, cfg.gamma)
+        advantages = generalized_advantages(rollout.rewards, rollout.values, rollout.dones,
+                                            rollout.bootstrap_values, cfg.gamma, cfg.gae_lambda)
+        grads, metrics, finite = self._gradients(rollout.observations, rollout.actions, rollout.starts,
+                                                 rollout.initial_state.h, rollout.initial_state.c, returns, advantages)
+        applied = bool(finite)
+        if applied:  # a NaN/Inf gradient must never reach the global weights
+            with self.shared.apply_lock:
+                self._apply(grads)
+        with self.shared.lock:
+            self.shared.updates += 1
+            self.shared.skipped_updates += 0 if applied else 1
+        self._sync()
+        return TrainMetrics(*(float(m) for m in metrics), applied=applied)
+
+    def run(self) -> None:
+        """Thread body: play and learn until told to stop; any error stops the whole run."""
+        try:
+            self._sync()
+            while not self.shared.stop.is_set():
+                rollout = self.collect_rollout(self.config.rollout)
+                self.shared.latest_metrics[self.index] = self.learn(rollout)
+        except BaseException as error:  # noqa: BLE001 - reported by the coordinator
+            self.shared.fail(error)
+
