@@ -17,11 +17,17 @@ FRAME_SIZE = 84
 OBSERVATION_SHAPE = (FRAME_SIZE, FRAME_SIZE, 1)
 
 
-def preprocess_frame(screen: np.ndarray) -> np.ndarray:
+def preprocess_frame(screen: np.ndarray, crop: tuple[float, float, float, float] = (0, 0, 0, 0)) -> np.ndarray:
     """RGB (H, W, 3) or grey (H, W) uint8 screen -> (84, 84, 1) uint8 grey frame.
 
-    Kept as uint8 (4x smaller rollouts); the network scales to [0, 1] itself.
+    `crop` removes these fractions of the height (top, bottom) and width (left, right) first, so that
+    small targets keep more pixels. Kept as uint8 (4x smaller rollouts); the network scales to [0, 1].
     """
+    if any(crop):
+        height, width = screen.shape[:2]
+        top, bottom = int(crop[0] * height), height - int(crop[1] * height)
+        left, right = int(crop[2] * width), width - int(crop[3] * width)
+        screen = screen[top:bottom, left:right]
     grey = cv2.cvtColor(screen, cv2.COLOR_RGB2GRAY) if screen.ndim == 3 else screen
     small = cv2.resize(grey, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
     return small[:, :, None]
@@ -79,11 +85,12 @@ class DoomEnvironment:
         self.action_names = ["+".join(combo) for combo in combos]
         self.num_actions = len(self._actions)
         self._frame_skip = frame_skip
+        self._crop = tuple(scenario.crop)
         self._last_screen: np.ndarray | None = None
 
     def _observe(self) -> np.ndarray:
         self._last_screen = self._game.get_state().screen_buffer
-        return preprocess_frame(self._last_screen)
+        return preprocess_frame(self._last_screen, self._crop)
 
     def reset(self) -> np.ndarray:
         self._game.new_episode()

@@ -43,9 +43,9 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
         state, starts = net.initial_state(1), tf.ones([1])
         total, length, done = 0.0, 0, False
         while not done:
-            out = step(observation[None], state, starts)
-            state, starts = out.state, tf.zeros([1])
-            probs = tf.nn.softmax(out.logits[0]).numpy().astype(np.float64)
+            net_out = step(observation[None], state, starts)
+            state, starts = net_out.state, tf.zeros([1])
+            probs = tf.nn.softmax(net_out.logits[0]).numpy().astype(np.float64)
             action = int(np.argmax(probs)) if greedy else int(rng.choice(len(probs), p=probs / probs.sum()))
             result = env.step(action)
             total, length, done = total + result.reward, length + 1, result.done

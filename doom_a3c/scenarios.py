@@ -38,6 +38,8 @@ class Scenario:
     # Each action is the list of buttons held down; None = one action per available button.
     actions: list[list[str]] | None = field(default=None)
     description: str = ""
+    # Fractions of the screen cut off (top, bottom, left, right) before downsampling to 84x84.
+    crop: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
 
 
 def shipped_scenarios_dir() -> str:
@@ -109,6 +111,7 @@ def resolve_scenario(value: str, cache_dir: str = "models") -> Scenario:
         target_reward=preset.get("target_reward"),
         actions=preset.get("actions"),
         description=preset.get("description", ""),
+        crop=tuple(preset.get("crop", (0.0, 0.0, 0.0, 0.0))),
     )
 
 

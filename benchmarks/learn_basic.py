@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""How fast does train.py learn basic.wad? Runs it for a time budget per seed and reads progress.csv.
+
+    python benchmarks/learn_basic.py --minutes 10 --seeds 0 1 2 [-- extra train.py flags]
+
+Reports, per seed, the wall time at which the mean of the last 100 episodes first reached the
+threshold (80 by default), the final mean-100, and the median over seeds.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from doom_a3c.summaries import read_progress  # noqa: E402
+
+
+def time_to_threshold(rows: list[dict[str, float]], threshold: float, window: int = 100) -> tuple[float | None, float]:
+    """(wall seconds when the mean of the last `window` episodes first reached threshold, final mean)."""
+    rewards = [r["reward"] for r in rows]
+    reached = None
+    for i in range(window - 1, len(rows)):
+        if sum(rewards[i - window + 1: i + 1]) / window >= threshold:
+            reached = rows[i]["wall_s"]
+            break
+    final = sum(rewards[-window:]) / min(window, len(rewards)) if rewards else float("nan")
+    return reached, final
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=10.0, help="time budget per seed")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--threshold", type=float, default=80.0)
+    parser.add_argument("--scenario", default="basic.wad")
+    parser.add_argument("--stop-at-threshold", action="store_true", help="end each run once the threshold is reached")
+    parser.add_argument("--out", default=None, help="keep each run's outputs here (default: a temporary folder)")
+    args, extra = parser.parse_known_args()
+    extra = [e for e in extra if e != "--"]
+    out = args.out or tempfile.mkdtemp(prefix="learn_basic_")
+    results = []
+    for seed in args.seeds:
+        run_dir = os.path.join(out, f"seed{seed}")
+        command = [sys.executable, os.path.join(ROOT, "train.py"), "--scenario", args.scenario, "--seed", str(seed),
+                   "--max-minutes", str(args.minutes), "--model-dir", run_dir, "--frames-dir",
+                   os.path.join(run_dir, "frames"), "--log-every-seconds", "30", *extra]
+        if args.stop_at_threshold:
+            command += ["--target-reward", str(args.threshold)]
+        print("$", " ".join(command), flush=True)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        rows = read_progress(os.path.join(run_dir, "progress.csv"))
+        reached, final = time_to_threshold(rows, args.threshold)
+        steps = int(rows[-1]["env_steps"]) if rows else 0
+        results.append((seed, reached, final, steps))
+        shown = f"{reached:.0f} s" if reached is not None else "not reached"
+        print(f"seed {seed}: mean-100 >= {args.threshold:g} at {shown}; final mean-100 {final:.1f}; "
+              f"{len(rows)} episodes, {steps} env steps", flush=True)
+    times = [r[1] for r in results if r[1] is not None]
+    print(f"\n{len(times)}/{len(results)} seeds reached mean-100 >= {args.threshold:g} within {args.minutes:g} min")
+    if times:
+        # Seeds that never reached the threshold count as +inf for the median.
+        padded = sorted(times) + [float("inf")] * (len(results) - len(times))
+        print(f"median time to threshold: {statistics.median(padded):.0f} s")
+    print(f"median final mean-100: {statistics.median(r[2] for r in results):.1f}")
+    print(f"outputs: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,351 @@
+"""Real subprocess runs of train.py and play.py: outputs, --resume, and one-line errors for bad inputs.
+
+One short training run is shared by the whole module; tests that would change it work on a copy.
+"""
+import csv
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+
+CSV_HEADER = "wall_s,env_steps,episode,worker,reward,length"
+MAX_STEPS = 1500
+RESUMED_MAX_STEPS = 3000
+
+
+def run(script, *args, timeout=600):
+    """Run train.py/play.py like a user would, from the repo root, without the test's TF log setting."""
+    env = dict(os.environ)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the scripts must quieten TensorFlow themselves
+    started = time.time()
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *map(str, args)], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+    proc.seconds = time.time() - started
+    return proc
+
+
+def read_rows(path):
+    with open(path, newline="") as handle:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+def snapshot(*folders):
+    """Every file and folder under `folders` with its content hash."""
+    state = {}
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            for d in dirs:
+                state[os.path.join(root, d)] = "dir"
+            for name in files:
+                path = os.path.join(root, name)
+                with open(path, "rb") as handle:
+                    state[path] = hashlib.sha256(handle.read()).hexdigest()
+    return state
+
+
+def assert_one_line_error(proc, *needles):
+    """Non-zero exit, exactly one 'error: ...' line on stderr, no traceback."""
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-3000:]
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def identity(prefix):
+    from doom_a3c.checkpoint import read_checkpoint_identity
+
+    return read_checkpoint_identity(str(prefix))
+
+
+# ---- the shared run ------------------------------------------------------------------------------
+class Run:
+    pass
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """train.py on basic.wad for 1500 steps with 2 workers x 2 envs."""
+    base = tmp_path_factory.mktemp("shared_run")
+    r = Run()
+    r.model_dir, r.frames_dir = base / "model", base / "frames"
+    r.proc = run("train.py", "--scenario", "basic.wad", "--max-steps", MAX_STEPS, "--workers", 2,
+                 "--envs-per-worker", 2, "--gif-every", 2, "--model-dir", r.model_dir, "--frames-dir", r.frames_dir,
+                 "--log-every-seconds", 1)
+    assert r.proc.returncode == 0, r.proc.stderr[-3000:]
+    return r
+
+
+@pytest.fixture(scope="module")
+def played(trained, tmp_path_factory):
+    """play.py for 2 episodes from the shared run's last.ckpt."""
+    r = Run()
+    r.out = tmp_path_factory.mktemp("play") / "out"
+    r.proc = run("play.py", "--model", trained.model_dir / "last.ckpt", "--out", r.out, "--episodes", 2)
+    return r
+
+
+@pytest.fixture
+def run_copy(trained, tmp_path):
+    """A private copy of the shared run (hard links become independent files)."""
+    target = tmp_path / "copy"
+    shutil.copytree(trained.model_dir, target)
+    return target
+
+
+def test_train_exits_zero_and_writes_run_files(trained):
+    """last.ckpt, config.json, progress.csv, learning_curve.png and TensorBoard events exist."""
+    d = trained.model_dir
+    assert "stopped: reached --max-steps 1500" in trained.proc.stdout
+    assert (d / "last.ckpt.index").is_file()
+    assert (d / "last.ckpt.data-00000-of-00001").stat().st_size > 0
+    config = json.loads((d / "config.json").read_text())
+    assert config["scenario"] == "basic.wad" and config["workers"] == 2 and config["envs_per_worker"] == 2
+    assert config["max_steps"] == MAX_STEPS and config["model_dir"] == str(d)
+    png = (d / "learning_curve.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    image = iio.imread(d / "learning_curve.png")
+    assert image.ndim == 3 and image.shape[1] > image.shape[0] > 100
+
+
+def test_progress_csv(trained):
+    """Header, consecutive episode numbers, both workers, sane lengths and rewards, counters agree."""
+    path = trained.model_dir / "progress.csv"
+    assert path.read_text().splitlines()[0] == CSV_HEADER
+    rows = read_rows(path)
+    assert len(rows) >= 4
+    assert [r["episode"] for r in rows] == list(range(1, len(rows) + 1))
+    assert {r["worker"] for r in rows} == {0.0, 1.0}
+    steps = [r["env_steps"] for r in rows]
+    assert steps == sorted(steps) and 0 < steps[-1] <= 1.5 * MAX_STEPS
+    walls = [r["wall_s"] for r in rows]
+    assert walls == sorted(walls)
+    for r in rows:
+        assert 1 <= r["length"] <= 76  # basic: 300 tics at 4 tics per step
+        assert -1000 < r["reward"] <= 101
+    _, num_actions, counters = identity(trained.model_dir / "last.ckpt")
+    assert num_actions == 3
+    assert counters["episodes"] == len(rows)
+    assert MAX_STEPS <= counters["env_steps"] <= 1.5 * MAX_STEPS
+
+
+def test_tensorboard_events(trained):
+    """An events file with per-episode and loss scalars."""
+    import tensorflow as tf
+
+    files = glob.glob(str(trained.model_dir / "tensorboard" / "events.out.tfevents.*"))
+    assert files
+    tags = set()
+    for path in files:
+        for event in tf.compat.v1.train.summary_iterator(path):
+            tags.update(value.tag for value in event.summary.value)
+    assert {"Perf/Reward", "Perf/Length", "Perf/Steps per second", "Losses/Value Loss"} <= tags
+
+
+def test_training_gifs_are_full_resolution_rgb(trained):
+    """GIFs of worker 0's episodes show the 160x120 colour screen, not the 84x84 network input."""
+    gifs = sorted(trained.frames_dir.glob("episode_*.gif"))
+    assert gifs
+    rows = {int(r["episode"]): r for r in read_rows(trained.model_dir / "progress.csv")}
+    for gif in gifs:
+        frames = iio.imread(gif, index=None)
+        assert frames.ndim == 4 and frames.shape[1:] == (120, 160, 3), frames.shape
+        assert frames.dtype == np.uint8
+        assert np.any(frames[..., 0] != frames[..., 2])  # colour, not grey
+        row = rows[int(gif.stem.split("_")[1])]
+        assert row["worker"] == 0
+        assert 1 <= len(frames) <= row["length"]  # GIF writers may merge identical frames
+    assert not list(trained.frames_dir.glob("*.tmp-*"))
+
+
+def test_play_writes_gifs_and_results(trained, played):
+    """play.py: exit 0, 2 GIFs and results.json with per-episode values, mean and std."""
+    assert played.proc.returncode == 0, played.proc.stderr[-3000:]
+    results = json.loads((played.out / "results.json").read_text())
+    episodes = results["episodes"]
+    assert len(episodes) == 2
+    rewards = [e["reward"] for e in episodes]
+    assert results["mean_reward"] == pytest.approx(np.mean(rewards))
+    assert results["std_reward"] == pytest.approx(np.std(rewards))
+    assert results["mean_length"] == pytest.approx(np.mean([e["length"] for e in episodes]))
+    assert results["scenario"] == "basic.wad"
+    assert results["trained_env_steps"] == identity(trained.model_dir / "last.ckpt")[2]["env_steps"]
+    assert sorted(p.name for p in played.out.glob("*.gif")) == ["episode_001.gif", "episode_002.gif"]
+    for e in episodes:
+        assert 1 <= e["length"] <= 76 and -1000 < e["reward"] <= 101
+        frames = iio.imread(e["gif"], index=None)
+        assert frames.shape[1:] == (120, 160, 3)
+        assert 1 <= len(frames) <= e["length"]
+    assert "mean reward" in played.proc.stdout
+
+
+def test_resume_continues_counters(trained, run_copy, tmp_path):
+    """--resume --max-steps 3000 keeps the old CSV rows and continues episodes, steps and wall time."""
+    before_rows = read_rows(run_copy / "progress.csv")
+    _, _, before = identity(run_copy / "last.ckpt")
+    proc = run("train.py", "--resume", "--model-dir", run_copy, "--frames-dir", tmp_path / "frames",
+               "--max-steps", RESUMED_MAX_STEPS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = read_rows(run_copy / "progress.csv")
+    assert rows[: len(before_rows)] == before_rows
+    new = rows[len(before_rows):]
+    assert new, "no episodes after resuming"
+    assert [r["episode"] for r in rows] == list(range(1, len(rows) + 1))
+    assert new[0]["env_steps"] >= before["env_steps"]
+    assert all(a["env_steps"] <= b["env_steps"] for a, b in zip(rows, rows[1:]))
+    assert new[0]["wall_s"] >= before["wall_seconds"]
+    config, num_actions, after = identity(run_copy / "last.ckpt")
+    assert after["env_steps"] >= RESUMED_MAX_STEPS
+    assert after["episodes"] == len(rows)
+    assert after["updates"] > before["updates"]
+    assert after["wall_seconds"] > before["wall_seconds"]
+    # the saved settings were kept, the explicit ones applied
+    assert config.workers == 2 and config.envs_per_worker == 2 and config.scenario == "basic.wad"
+    assert config.max_steps == RESUMED_MAX_STEPS and config.resume is True
+
+
+# ---- bad inputs ----------------------------------------------------------------------------------
+def test_unknown_scenario(trained, run_copy, tmp_path):
+    """A typo in --scenario: one-line error listing valid names, and the existing run is left alone."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    before = snapshot(run_copy, frames)
+    proc = run("train.py", "--scenario", "nosuchmap", "--model-dir", run_copy, "--frames-dir", frames,
+               "--max-steps", 10)
+    assert_one_line_error(proc, "nosuchmap", "basic", "defend_the_center")
+    assert snapshot(run_copy, frames) == before
+
+
+@pytest.mark.parametrize("flag,value", [("--workers", "-1"), ("--rollout", "0"), ("--learning-rate", "-1")])
+def test_bad_numeric_flags(trained, run_copy, tmp_path, flag, value):
+    """Invalid numbers: one-line error naming the flag, nothing written."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    before = snapshot(run_copy, frames)
+    proc = run("train.py", flag, value, "--model-dir", run_copy, "--frames-dir", frames, "--max-steps", 10)
+    assert_one_line_error(proc, flag)
+    assert snapshot(run_copy, frames) == before
+
+
+def test_play_missing_checkpoint(tmp_path):
+    """play.py with no checkpoint at --model: one-line error, --out untouched."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("{\"old\": true}\n")
+    before = snapshot(out)
+    proc = run("play.py", "--model", tmp_path / "nothing" / "last.ckpt", "--out", out)
+    assert_one_line_error(proc, "no checkpoint", str(tmp_path / "nothing" / "last.ckpt"))
+    assert snapshot(out) == before
+
+
+def _truncate_last(folder):
+    data = folder / "last.ckpt.data-00000-of-00001"
+    content = data.read_bytes()
+    data.write_bytes(content[: len(content) // 2])
+
+
+def test_play_truncated_checkpoint(trained, run_copy, tmp_path):
+    """A last.ckpt whose data file was cut in half: one-line error from play.py."""
+    _truncate_last(run_copy)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("{\"old\": true}\n")
+    before = snapshot(run_copy, out)
+    proc = run("play.py", "--model", run_copy / "last.ckpt", "--out", out, "--episodes", 1)
+    assert_one_line_error(proc, "last.ckpt")
+    assert snapshot(run_copy, out) == before
+
+
+def test_resume_truncated_checkpoint(trained, run_copy, tmp_path):
+    """--resume from a truncated last.ckpt: one-line error, the run folder untouched."""
+    _truncate_last(run_copy)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    before = snapshot(run_copy, frames)
+    proc = run("train.py", "--resume", "--model-dir", run_copy, "--frames-dir", frames, "--max-steps", 3000)
+    assert_one_line_error(proc, "last.ckpt")
+    assert snapshot(run_copy, frames) == before
+
+
+def test_play_out_not_writable(trained, tmp_path):
+    """--out below a regular file: one-line error naming --out."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    before = snapshot(trained.model_dir, tmp_path)
+    proc = run("play.py", "--model", trained.model_dir / "last.ckpt", "--out", blocker / "sub", "--episodes", 1)
+    assert_one_line_error(proc, "--out", str(blocker / "sub"))
+    assert snapshot(trained.model_dir, tmp_path) == before
+
+
+def test_resume_with_another_scenario(trained, run_copy, tmp_path):
+    """--resume of a basic run with --scenario defend_the_center is refused."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    before = snapshot(run_copy, frames)
+    proc = run("train.py", "--resume", "--model-dir", run_copy, "--frames-dir", frames,
+               "--scenario", "defend_the_center", "--max-steps", 3000)
+    assert_one_line_error(proc, "basic.wad", "defend_the_center")
+    assert snapshot(run_copy, frames) == before
+
+
+def test_resume_without_checkpoint(tmp_path):
+    """--resume in a folder with no run: one-line error."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run("train.py", "--resume", "--model-dir", empty, "--frames-dir", tmp_path / "frames")
+    assert_one_line_error(proc, "no checkpoint")
+    assert os.listdir(empty) == []
+
+
+def test_resume_with_another_action_count(tmp_path):
+    """A run on the user's maps_a/mylevel.cfg (3 buttons) resumed with maps_b/mylevel.cfg (4 buttons).
+
+    Reachable from the CLI (train on one cfg, resume naming another with the same name); the first run's
+    checkpoint is written in-process with the package's own Checkpointer to save a training run.
+    """
+    import keras
+    import tensorflow as tf
+
+    from doom_a3c.checkpoint import Checkpointer, RunCounters
+    from doom_a3c.config import TrainConfig
+    from doom_a3c.envs import OBSERVATION_SHAPE
+    from doom_a3c.network import ActorCritic
+    from doom_a3c.scenarios import shipped_scenarios_dir
+
+    cfg_text = open(os.path.join(shipped_scenarios_dir(), "basic.cfg")).read()
+    assert "        ATTACK\n" in cfg_text
+    for folder, text in (("maps_a", cfg_text), ("maps_b", cfg_text.replace("        ATTACK\n",
+                                                                             "        ATTACK\n        MOVE_FORWARD\n"))):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "mylevel.cfg").write_text(text)
+        shutil.copy(os.path.join(shipped_scenarios_dir(), "basic.wad"), tmp_path / folder / "basic.wad")
+    model_dir, frames = tmp_path / "model", tmp_path / "frames"
+    frames.mkdir()
+    config = TrainConfig(scenario=str(tmp_path / "maps_a" / "mylevel.cfg"), lstm_size=16, workers=1,
+                         model_dir=str(model_dir), frames_dir=str(frames))
+    net = ActorCritic(3, 16).build_variables(OBSERVATION_SHAPE)
+    optimizer = keras.optimizers.Adam(1e-4)
+    optimizer.build(net.trainable_variables)
+    counters = RunCounters(config, 3)
+    counters.env_steps.assign(100)
+    Checkpointer(str(model_dir), tf.train.Checkpoint(model=net, optimizer=optimizer, run=counters), counters).save()
+    (model_dir / "progress.csv").write_text(CSV_HEADER + "\n1.5,100,1,0,-300,75\n")
+    before = snapshot(model_dir, frames)
+    proc = run("train.py", "--resume", "--model-dir", model_dir, "--scenario", tmp_path / "maps_b" / "mylevel.cfg",
+               "--max-steps", 200)
+    assert_one_line_error(proc, "3 actions", "has 4")
+    assert snapshot(model_dir, frames) == before

@@ -1,0 +1,192 @@
+"""preprocess_frame and the ActorCritic network: shapes, LSTM state handling, initialisers."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from doom_a3c.envs import OBSERVATION_SHAPE, preprocess_frame
+from doom_a3c.network import ActorCritic, LSTMState, NormalizedColumns
+
+A, L = 4, 32
+
+
+# ---- preprocess_frame ----------------------------------------------------------------------------
+def test_preprocess_rgb_shape_dtype_range():
+    """A 160x120 RGB screen becomes (84, 84, 1) uint8 within the input's grey range."""
+    rng = np.random.default_rng(0)
+    screen = rng.integers(40, 200, size=(120, 160, 3), dtype=np.uint8)
+    out = preprocess_frame(screen)
+    assert out.shape == (84, 84, 1) == OBSERVATION_SHAPE
+    assert out.dtype == np.uint8
+    assert 40 <= out.min() and out.max() <= 200
+
+
+def test_preprocess_rgb_uses_luma_weights_in_rgb_order():
+    """Pure red -> 0.299*255 = 76, pure blue -> 0.114*255 = 29 (catches a BGR mix-up)."""
+    red = np.zeros((120, 160, 3), np.uint8)
+    red[..., 0] = 255
+    blue = np.zeros((120, 160, 3), np.uint8)
+    blue[..., 2] = 255
+    assert np.all(preprocess_frame(red) == 76)
+    assert np.all(preprocess_frame(blue) == 29)
+    assert np.all(preprocess_frame(np.full((120, 160, 3), 255, np.uint8)) == 255)
+    assert np.all(preprocess_frame(np.zeros((120, 160, 3), np.uint8)) == 0)
+
+
+def test_preprocess_grey_input():
+    """A 2-D grey screen is resized, not colour-converted."""
+    grey = np.full((240, 320), 100, np.uint8)
+    out = preprocess_frame(grey)
+    assert out.shape == (84, 84, 1) and out.dtype == np.uint8
+    assert np.all(out == 100)
+
+
+def test_preprocess_keeps_layout():
+    """Left half black, right half white stays left/right after resizing."""
+    screen = np.zeros((120, 160), np.uint8)
+    screen[:, 80:] = 255
+    out = preprocess_frame(screen)[:, :, 0]
+    assert np.all(out[:, :41] == 0) and np.all(out[:, 43:] == 255)
+
+
+# ---- ActorCritic ---------------------------------------------------------------------------------
+def _net(seed=0):
+    net = ActorCritic(A, lstm_size=L, seed=seed).build_variables(OBSERVATION_SHAPE)
+    # The seed's 0.01-norm policy head makes logits ~1e-3, which would hide state bugs under atol=1e-5:
+    # give it unit-scale weights so logits are as sensitive to the LSTM state as the values are.
+    rng = np.random.default_rng(seed + 100)
+    net.policy_head.kernel.assign(rng.standard_normal((L, A)).astype(np.float32))
+    return net
+
+
+def _obs(T, B, seed=0):
+    return tf.constant(np.random.default_rng(seed).integers(0, 256, size=(T, B, *OBSERVATION_SHAPE), dtype=np.uint8))
+
+
+def _random_state(B, seed=1):
+    rng = np.random.default_rng(seed)
+    return LSTMState(tf.constant(rng.uniform(-1, 1, (B, L)), tf.float32), tf.constant(rng.uniform(-1, 1, (B, L)), tf.float32))
+
+
+def _chained_steps(net, obs, state, starts):
+    logits, values = [], []
+    for t in range(obs.shape[0]):
+        out = net.step(obs[t], state, starts[t])
+        state = out.state
+        logits.append(out.logits)
+        values.append(out.values)
+    return tf.stack(logits).numpy(), tf.stack(values).numpy(), state
+
+
+def test_step_output_shapes():
+    """step: logits [B, A], values [B], state [B, L] each."""
+    net = _net()
+    out = net.step(_obs(1, 3)[0], net.initial_state(3), tf.ones([3]))
+    assert out.logits.shape == (3, A)
+    assert out.values.shape == (3,)
+    assert out.state.h.shape == out.state.c.shape == (3, L)
+
+
+def test_unroll_output_shapes():
+    """unroll: logits [T, B, A], values [T, B], final state [B, L]."""
+    net = _net()
+    out = net.unroll(_obs(5, 3), net.initial_state(3), tf.zeros([5, 3]))
+    assert out.logits.shape == (5, 3, A)
+    assert out.values.shape == (5, 3)
+    assert out.state.h.shape == out.state.c.shape == (3, L)
+
+
+@pytest.fixture(scope="module")
+def net():
+    return _net()
+
+
+def test_unroll_equals_chained_steps_with_episode_starts(net):
+    """A 30-step unroll == 30 single steps, with starts in the middle of some columns."""
+    T, B = 30, 3
+    obs = _obs(T, B)
+    starts = np.zeros((T, B), np.float32)
+    starts[0, 0] = 1
+    starts[11, 1] = 1
+    starts[20, 1] = 1
+    starts[29, 2] = 1
+    starts = tf.constant(starts)
+    state = _random_state(B)
+    unrolled = net.unroll(obs, state, starts)
+    logits, values, final = _chained_steps(net, obs, state, starts)
+    np.testing.assert_allclose(unrolled.logits.numpy(), logits, atol=1e-5)
+    np.testing.assert_allclose(unrolled.values.numpy(), values, atol=1e-5)
+    np.testing.assert_allclose(unrolled.state.h.numpy(), final.h.numpy(), atol=1e-5)
+    np.testing.assert_allclose(unrolled.state.c.numpy(), final.c.numpy(), atol=1e-5)
+
+
+def test_start_resets_only_its_own_column(net):
+    """starts[10, 1] = 1: column 1 from t=10 equals a fresh zero-state run; columns 0 and 2 are untouched."""
+    T, B = 30, 3
+    obs = _obs(T, B, seed=3)
+    state = _random_state(B, seed=4)
+    no_reset = net.unroll(obs, state, tf.zeros([T, B]))
+    starts = np.zeros((T, B), np.float32)
+    starts[10, 1] = 1
+    with_reset = net.unroll(obs, state, tf.constant(starts))
+    for b in (0, 2):
+        np.testing.assert_allclose(with_reset.values.numpy()[:, b], no_reset.values.numpy()[:, b], atol=1e-6)
+        np.testing.assert_allclose(with_reset.logits.numpy()[:, b], no_reset.logits.numpy()[:, b], atol=1e-6)
+    # before the start nothing changes, from the start on column 1 is a fresh episode
+    np.testing.assert_allclose(with_reset.values.numpy()[:10, 1], no_reset.values.numpy()[:10, 1], atol=1e-6)
+    fresh = net.unroll(obs[10:, 1:2], net.initial_state(1), tf.zeros([T - 10, 1]))
+    np.testing.assert_allclose(with_reset.values.numpy()[10:, 1], fresh.values.numpy()[:, 0], atol=1e-5)
+    np.testing.assert_allclose(with_reset.logits.numpy()[10:, 1], fresh.logits.numpy()[:, 0], atol=1e-5)
+    # and the reset really changed something (the test could not pass with a no-op reset)
+    assert np.abs(with_reset.values.numpy()[10, 1] - no_reset.values.numpy()[10, 1]) > 1e-3
+
+
+def test_state_from_previous_rollout_is_carried(net):
+    """The final state of rollout 1 feeds rollout 2: same as one long unroll, and unlike a zero state."""
+    T, B = 30, 2
+    obs = _obs(2 * T, B, seed=5)
+    starts = np.zeros((2 * T, B), np.float32)
+    starts[0] = 1
+    starts = tf.constant(starts)
+    whole = net.unroll(obs, net.initial_state(B), starts)
+    first = net.unroll(obs[:T], net.initial_state(B), starts[:T])
+    second = net.unroll(obs[T:], first.state, starts[T:])
+    np.testing.assert_allclose(second.values.numpy(), whole.values.numpy()[T:], atol=1e-5)
+    np.testing.assert_allclose(second.logits.numpy(), whole.logits.numpy()[T:], atol=1e-5)
+    from_zero = net.unroll(obs[T:], net.initial_state(B), starts[T:])
+    assert np.abs(from_zero.values.numpy()[0] - second.values.numpy()[0]).max() > 1e-3
+    assert np.abs(from_zero.logits.numpy()[0] - second.logits.numpy()[0]).max() > 1e-3
+
+
+def test_start_at_step_zero_discards_initial_state(net):
+    """starts[0]=1 makes the incoming state irrelevant."""
+    obs = _obs(3, 2, seed=6)
+    starts = tf.constant([[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]])
+    a = net.unroll(obs, _random_state(2, seed=7), starts)
+    b = net.unroll(obs, net.initial_state(2), starts)
+    np.testing.assert_allclose(a.values.numpy(), b.values.numpy(), atol=1e-6)
+
+
+def test_different_seeds_give_different_weights():
+    """The seed reaches the initialisers; the same seed reproduces them."""
+    a = ActorCritic(A, L, seed=0).build_variables(OBSERVATION_SHAPE)
+    b = ActorCritic(A, L, seed=0).build_variables(OBSERVATION_SHAPE)
+    c = ActorCritic(A, L, seed=1).build_variables(OBSERVATION_SHAPE)
+    np.testing.assert_array_equal(a.hidden.kernel.numpy(), b.hidden.kernel.numpy())
+    assert not np.allclose(a.hidden.kernel.numpy(), c.hidden.kernel.numpy())
+
+
+# ---- NormalizedColumns ---------------------------------------------------------------------------
+@pytest.mark.parametrize("std", [0.01, 1.0, 3.5])
+def test_normalized_columns_norm_equals_std(std):
+    """Every column of the initialised matrix has L2 norm std."""
+    w = NormalizedColumns(std, seed=3)((64, 7)).numpy()
+    assert w.shape == (64, 7)
+    np.testing.assert_allclose(np.linalg.norm(w, axis=0), np.full(7, std), rtol=1e-5)
+    assert np.unique(np.round(w, 6)).size > 100  # really random, not a constant
+
+
+def test_heads_use_normalized_columns():
+    """Policy columns have norm 0.01 and the value column norm 1.0, as in the seed."""
+    net = ActorCritic(A, L, seed=0).build_variables(OBSERVATION_SHAPE)
+    np.testing.assert_allclose(np.linalg.norm(net.policy_head.kernel.numpy(), axis=0), np.full(A, 0.01), rtol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(net.value_head.kernel.numpy(), axis=0), [1.0], rtol=1e-5)
