@@ -114,7 +114,7 @@ def read_checkpoint_identity(prefix: str) -> tuple[TrainConfig, int, dict[str, f
         config = TrainConfig.from_dict(json.loads(value("config_json")))
         counters = {k: value(k).item() for k in ("env_steps", "episodes", "updates", "wall_seconds")}
         return config, int(value("num_actions")), counters
-    except (tf.errors.OpError, ValueError, KeyError, UnicodeDecodeError) as error:
+    except (tf.errors.OpError, ValueError, KeyError, IndexError, UnicodeDecodeError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"checkpoint {prefix} is corrupt, truncated or not a doom_a3c checkpoint ({reason})") from None
 
@@ -126,7 +126,7 @@ def restore(checkpoint: tf.train.Checkpoint, prefix: str, partial: bool = False)
         if partial:
             status.expect_partial()
         status.assert_existing_objects_matched()
-    except (tf.errors.OpError, ValueError, AssertionError) as error:
+    except (tf.errors.OpError, ValueError, IndexError, AssertionError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"cannot restore {prefix}: {reason[:300]}") from None
 

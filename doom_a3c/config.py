@@ -30,7 +30,7 @@ class TrainConfig:
     reward_scale: float = _flag(0.0, "multiply game rewards by this for learning (0 = preset value, 0.01 when none)")
     screen_resolution: str = _flag("RES_160X120", "ViZDoom render resolution; GIFs use it, the network sees 84x84 grey")
     # --- workers ---
-    workers: int = _flag(0, "worker threads (0 = one per CPU core)")
+    workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
     envs_per_worker: int = _flag(1, "environments each worker steps with one batched forward pass")
     seed: int = _flag(0, "base random seed; worker i uses seed + i")
     # --- algorithm ---
@@ -59,11 +59,11 @@ class TrainConfig:
     resume: bool = _flag(False, "continue the run saved in --model-dir (weights, optimizer, counters, config)")
 
     def validate(self) -> "TrainConfig":
-        positive = ["rollout", "envs_per_worker", "lstm_size", "log_every_seconds", "save_every_minutes"]
+        positive = ["workers", "rollout", "envs_per_worker", "lstm_size", "log_every_seconds", "save_every_minutes"]
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
-        non_negative = ["workers", "frame_skip", "reward_scale", "max_steps", "max_minutes", "gif_every",
+        non_negative = ["frame_skip", "reward_scale", "max_steps", "max_minutes", "gif_every",
                         "save_every_episodes", "value_coef", "policy_coef", "entropy_coef", "keep_checkpoints"]
         for name in non_negative:
             if getattr(self, name) < 0:
@@ -77,9 +77,6 @@ class TrainConfig:
         if not 0.0 <= self.gae_lambda <= 1.0:
             raise ConfigError(f"--gae-lambda must be in [0, 1], got {self.gae_lambda}")
         return self
-
-    def resolved_workers(self) -> int:
-        return self.workers or (os.cpu_count() or 1)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)

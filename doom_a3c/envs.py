@@ -25,8 +25,8 @@ def preprocess_frame(screen: np.ndarray, crop: tuple[float, float, float, float]
     """
     if any(crop):
         height, width = screen.shape[:2]
-        top, bottom = int(crop[0] * height), height - int(crop[1] * height)
-        left, right = int(crop[2] * width), width - int(crop[3] * width)
+        top, bottom = round(crop[0] * height), height - round(crop[1] * height)
+        left, right = round(crop[2] * width), width - round(crop[3] * width)
         screen = screen[top:bottom, left:right]
     grey = cv2.cvtColor(screen, cv2.COLOR_RGB2GRAY) if screen.ndim == 3 else screen
     small = cv2.resize(grey, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
@@ -52,6 +52,14 @@ class Environment(Protocol):
     def close(self) -> None: ...
 
 
+def check_screen_resolution(name: str):
+    import vizdoom as vzd
+
+    if not name.startswith("RES_") or not hasattr(vzd.ScreenResolution, name):
+        raise ConfigError(f"unknown --screen-resolution {name!r}; e.g. RES_160X120, RES_320X240, RES_640X480")
+    return getattr(vzd.ScreenResolution, name)
+
+
 class DoomEnvironment:
     """One ViZDoom game, rendering RGB at the scenario's resolution, stepping `frame_skip` tics."""
 
@@ -63,10 +71,7 @@ class DoomEnvironment:
             self._game.load_config(scenario.cfg_path)
         except Exception as error:  # ViZDoom raises its own exception types
             raise ConfigError(f"cannot load scenario config {scenario.cfg_path}: {error}") from error
-        try:
-            self._game.set_screen_resolution(getattr(vzd.ScreenResolution, resolution))
-        except AttributeError:
-            raise ConfigError(f"unknown --screen-resolution {resolution!r}; e.g. RES_160X120, RES_320X240") from None
+        self._game.set_screen_resolution(check_screen_resolution(resolution))
         self._game.set_screen_format(vzd.ScreenFormat.RGB24)
         self._game.set_window_visible(False)
         self._game.set_mode(vzd.Mode.PLAYER)

@@ -81,13 +81,17 @@ def _cfg_for_wad(wad: Path, cache_dir: str) -> str:
         return str(beside)
     os.makedirs(cache_dir, exist_ok=True)
     cfg = Path(cache_dir) / f"{wad.stem}.cfg"
-    cfg.write_text(_DEFAULT_WAD_CFG.format(wad=wad.resolve()))
+    # ViZDoom resolves doom_scenario_path relative to the .cfg's folder.
+    cfg.write_text(_DEFAULT_WAD_CFG.format(wad=os.path.relpath(wad.resolve(), Path(cache_dir).resolve())))
     return str(cfg)
 
 
 def resolve_scenario(value: str, cache_dir: str = "models") -> Scenario:
     """`basic`, `basic.wad`, `basic.cfg` or a path to a user's own .cfg/.wad."""
     path = Path(value).expanduser()
+    looks_like_path = os.sep in value or path.is_absolute()
+    if looks_like_path and not path.exists():
+        raise ConfigError(f"scenario file {value} does not exist")
     if path.suffix in (".cfg", ".wad") and path.exists() and (os.sep in value or path.is_absolute()
                                                                or path.name not in _shipped_files()):
         name = path.stem

@@ -18,7 +18,7 @@ import tensorflow as tf
 from doom_a3c.checkpoint import (CONFIG_FILE, LAST, Checkpointer, CheckpointError, RunCounters, ensure_writable_dir,
                                  read_checkpoint_identity, resolve_prefix, restore)
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.envs import OBSERVATION_SHAPE, make_environment, reward_scale_for
+from doom_a3c.envs import OBSERVATION_SHAPE, check_screen_resolution, make_environment, reward_scale_for
 from doom_a3c.network import ActorCritic
 from doom_a3c.recording import DOOM_TICS_PER_SECOND, write_gif
 from doom_a3c.scenarios import resolve_scenario
@@ -79,13 +79,16 @@ class Trainer:
                                       f"use another --model-dir for a new scenario")
             self.saved_actions = saved_actions
         else:
+            # A typo must not move the previous run away: check what can be checked first.
+            resolve_scenario(cfg.scenario, cfg.model_dir)
+            check_screen_resolution(cfg.screen_resolution)
             archived = archive_previous_run(cfg.model_dir)
             if archived:
                 print(f"note: the previous run in {cfg.model_dir} was moved to {archived}", file=sys.stderr)
 
     def _build(self) -> None:
         cfg = self.config
-        self.workers_count = cfg.resolved_workers()
+        self.workers_count = cfg.workers
         configure_threads(self.workers_count)
         keras.utils.set_random_seed(cfg.seed)
         # Environments first: they validate the scenario and tell the action count.

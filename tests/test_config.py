@@ -40,13 +40,12 @@ def test_nan_learning_rate_rejected():
 
 
 def test_defaults_and_edges_are_valid():
-    """Defaults, workers=0 (auto), gamma 0 and 1 validate and return the config itself."""
+    """Defaults (one worker per core), gamma/lambda 0 and 1 validate and return the config itself."""
     cfg = TrainConfig()
     assert cfg.validate() is cfg
-    TrainConfig(workers=0, gamma=0.0, gae_lambda=0.0).validate()
+    assert cfg.workers == (os.cpu_count() or 1)
+    TrainConfig(workers=1, gamma=0.0, gae_lambda=0.0).validate()
     TrainConfig(gamma=1.0, gae_lambda=1.0).validate()
-    assert TrainConfig(workers=0).resolved_workers() == (os.cpu_count() or 1)
-    assert TrainConfig(workers=3).resolved_workers() == 3
 
 
 # ---- JSON ----------------------------------------------------------------------------------------
@@ -120,6 +119,7 @@ def test_shipped_scenario_spellings_resolve_alike(value):
     assert os.path.samefile(s.cfg_path, os.path.join(shipped_scenarios_dir(), "basic.cfg"))
     assert s.actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]]
     assert s.frame_skip == 4 and s.reward_scale == 0.01 and s.target_reward == 80.0
+    assert len(s.crop) == 4 and all(0 <= c < 0.5 for c in s.crop) and any(s.crop)
 
 
 def test_shipped_names_exclude_multiplayer():
@@ -156,6 +156,7 @@ def test_users_own_cfg_path(own_scenario):
     assert s.name == "mylevel"
     assert s.cfg_path == str(own_scenario / "mylevel.cfg")
     assert s.actions is None and s.frame_skip == 4
+    assert tuple(s.crop) == (0.0, 0.0, 0.0, 0.0)  # no preset: no crop
 
 
 def test_users_own_cfg_runs_in_vizdoom(own_scenario):
@@ -202,5 +203,24 @@ def test_users_bare_wad_gets_a_working_cfg(tmp_path, monkeypatch):
     try:
         assert env.num_actions == 7
         assert env.reset().shape == (84, 84, 1)
+    finally:
+        env.close()
+
+
+def test_environment_observation_uses_the_preset_crop(tmp_path, monkeypatch):
+    """basic's observation is its full-size screen preprocessed with the preset crop; screen() stays uncropped."""
+    from doom_a3c.envs import DoomEnvironment, preprocess_frame
+
+    monkeypatch.chdir(tmp_path)
+    scenario = resolve_scenario("basic")
+    env = DoomEnvironment(scenario, frame_skip=4)
+    try:
+        obs = env.reset()
+        screen = env.screen()
+        assert screen.shape == (120, 160, 3)
+        assert (obs == preprocess_frame(screen, scenario.crop)).all()
+        assert not (obs == preprocess_frame(screen)).all()
+        result = env.step(2)
+        assert (result.observation == preprocess_frame(env.screen(), scenario.crop)).all()
     finally:
         env.close()

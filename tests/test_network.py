@@ -48,6 +48,41 @@ def test_preprocess_keeps_layout():
     assert np.all(out[:, :41] == 0) and np.all(out[:, 43:] == 255)
 
 
+def _framed_screen(top, bottom, left, right, shape=(120, 160)):
+    """White border of the given widths around a black interior."""
+    screen = np.full(shape, 255, np.uint8)
+    screen[top:shape[0] - bottom, left:shape[1] - right] = 0
+    return screen
+
+
+def test_preprocess_crop_removes_fractions():
+    """crop=(0.25, 0.25, 0.25, 0.25) of 120x160 cuts 30 rows and 40 columns each side before resizing."""
+    screen = _framed_screen(30, 30, 40, 40)
+    out = preprocess_frame(screen, (0.25, 0.25, 0.25, 0.25))
+    assert out.shape == (84, 84, 1) and out.dtype == np.uint8
+    assert np.all(out == 0)  # only the black interior is left
+    assert preprocess_frame(screen).max() == 255  # without a crop the border is still there
+
+
+def test_preprocess_crop_is_asymmetric_and_works_on_rgb():
+    """Each side is cut by its own fraction; RGB input gives the same grey result."""
+    grey = _framed_screen(12, 0, 0, 80)  # 10% top, half the width on the right
+    rgb = np.repeat(grey[:, :, None], 3, axis=2)
+    crop = (0.1, 0.0, 0.0, 0.5)
+    assert np.all(preprocess_frame(grey, crop) == 0)
+    np.testing.assert_array_equal(preprocess_frame(rgb, crop), preprocess_frame(grey, crop))
+
+
+def test_basic_preset_crop_cuts_the_seed_border():
+    """The basic preset's crop removes 10 rows top and bottom and 30 columns each side of 160x120 (its comment)."""
+    from doom_a3c.scenarios import resolve_scenario
+
+    crop = resolve_scenario("basic").crop
+    assert crop[2] == crop[3] == 0.1875
+    out = preprocess_frame(_framed_screen(10, 10, 30, 30), crop)
+    assert np.all(out == 0), f"border left in the observation: max {out.max()}, rows cut {int(crop[0] * 120)}"
+
+
 # ---- ActorCritic ---------------------------------------------------------------------------------
 def _net(seed=0):
     net = ActorCritic(A, lstm_size=L, seed=seed).build_variables(OBSERVATION_SHAPE)
