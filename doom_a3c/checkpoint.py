@@ -61,7 +61,11 @@ def publish_alias(prefix: str, alias_prefix: str) -> None:
     for name in _checkpoint_files(prefix):
         src = os.path.join(directory, name)
         dst = os.path.join(os.path.dirname(alias_prefix) or ".", alias_base + name[len(base):])
+        if os.path.exists(dst) and os.path.samefile(src, dst):
+            continue  # already the alias (the same checkpoint saved twice); rename() would leave tmp behind
         tmp = f"{dst}.tmp-{os.getpid()}"
+        if os.path.lexists(tmp):
+            os.remove(tmp)  # left by a crashed save
         try:
             os.link(src, tmp)
         except OSError:
@@ -91,12 +95,14 @@ def resolve_prefix(path: str) -> str:
     if path.endswith(".index"):
         path = path[: -len(".index")]
     if os.path.isdir(path):
+        # The `checkpoint` state file is replaced atomically only after a numbered checkpoint is complete,
+        # so after a crash it names a whole checkpoint: prefer it over the last.ckpt alias.
         latest = tf.train.latest_checkpoint(path)
+        if latest:
+            return latest
         candidate = os.path.join(path, LAST)
         if os.path.exists(candidate + ".index"):
             return candidate
-        if latest:
-            return latest
         raise CheckpointError(f"no checkpoint in folder {path} (expected {os.path.join(path, LAST)})")
     if not os.path.exists(path + ".index"):
         raise CheckpointError(f"no checkpoint at {path} (expected the file {path}.index)")

@@ -220,6 +220,8 @@ class Trainer:
               f"episodes {self.episodes:>6}  mean-100 reward {self.log.mean_reward():7.1f}", flush=True)
 
     def save(self) -> str:
+        # The CSV must hold every episode the checkpoint counts, or a crash right after would leave a gap.
+        self.log.flush()
         self.counters.env_steps.assign(self.shared.env_steps)
         self.counters.episodes.assign(self.episodes)
         self.counters.updates.assign(self.shared.updates)

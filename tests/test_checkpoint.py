@@ -112,10 +112,11 @@ def test_last_alias_follows_latest_save_after_old_ones_are_pruned(saved):
 
 
 def test_resolve_prefix_forms(saved):
-    """A folder, a prefix and a .index path all resolve to the checkpoint prefix."""
+    """A prefix and a .index path resolve to the checkpoint prefix; a folder to its newest complete one."""
     model_dir, path, *_ = saved
     last = str(model_dir / LAST)
-    assert resolve_prefix(str(model_dir)) == last
+    # The `checkpoint` state file is rewritten only once a numbered checkpoint is whole, so it wins.
+    assert resolve_prefix(str(model_dir)) == path
     assert resolve_prefix(last) == last
     assert resolve_prefix(last + ".index") == last
     assert resolve_prefix(path) == path
@@ -208,3 +209,12 @@ def test_saved_checkpoint_plays_in_process(tmp_path, monkeypatch):
     assert results["episodes"][0]["reward"] == summaries[0].reward == results["mean_reward"]
     assert results["std_reward"] == 0.0
     assert iio.imread(out / "episode_001.gif", index=None).shape[1:] == (120, 160, 3)
+
+
+def test_saving_the_same_step_twice_keeps_working(saved):
+    """Two saves with unchanged counters (a stalled run): no error, no temporary files left, still loadable."""
+    model_dir, _, _, _, checkpointer, counters = saved
+    for _ in range(3):
+        checkpointer.save()
+    assert not [n for n in os.listdir(model_dir) if ".tmp-" in n]
+    assert read_checkpoint_identity(str(model_dir / LAST))[2]["env_steps"] == 1234

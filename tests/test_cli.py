@@ -271,13 +271,15 @@ def test_play_truncated_checkpoint(trained, run_copy, tmp_path):
 
 
 def test_resume_truncated_checkpoint(trained, run_copy, tmp_path):
-    """--resume from a truncated last.ckpt: one-line error, the run folder untouched."""
-    _truncate_last(run_copy)
+    """--resume when every checkpoint's data is cut in half: one-line error, the run folder untouched."""
+    for data in run_copy.glob("*.data-*"):
+        content = data.read_bytes()
+        data.write_bytes(content[: len(content) // 2])
     frames = tmp_path / "frames"
     frames.mkdir()
     before = snapshot(run_copy, frames)
     proc = run("train.py", "--resume", "--model-dir", run_copy, "--frames-dir", frames, "--max-steps", 3000)
-    assert_one_line_error(proc, "last.ckpt")
+    assert_one_line_error(proc, "ckpt")
     assert snapshot(run_copy, frames) == before
 
 
@@ -349,3 +351,76 @@ def test_resume_with_another_action_count(tmp_path):
                "--max-steps", 200)
     assert_one_line_error(proc, "3 actions", "has 4")
     assert snapshot(model_dir, frames) == before
+
+
+def start_training(model_dir, frames_dir, *extra):
+    env = dict(os.environ)
+    return subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "basic.wad",
+                             "--model-dir", str(model_dir), "--frames-dir", str(frames_dir), "--max-minutes", "5",
+                             "--gif-every", "0", "--log-every-seconds", "1", *map(str, extra)],
+                            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(predicate, seconds=180):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def test_sigterm_stops_cleanly_with_a_final_checkpoint(tmp_path):
+    import signal
+
+    from doom_a3c.checkpoint import read_checkpoint_identity
+
+    model_dir = tmp_path / "run"
+    proc = start_training(model_dir, tmp_path / "frames", "--save-every-minutes", "60", "--save-every-episodes", "0")
+    try:
+        assert wait_for(lambda: len(read_rows(model_dir / "progress.csv")) >= 5 if (model_dir / "progress.csv").exists()
+                        else False), "training never produced episodes"
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr[-2000:]
+    assert "SIGTERM" in stdout
+    _, _, counters = read_checkpoint_identity(str(model_dir / "last.ckpt"))
+    assert counters["episodes"] >= 5  # saved at the stop, not earlier (periodic saves were off)
+
+
+def test_kill_9_then_resume(tmp_path):
+    from doom_a3c.checkpoint import read_checkpoint_identity
+
+    import signal
+
+    model_dir = tmp_path / "run"
+    log = open(tmp_path / "train.log", "w")
+    # Output to a file, not a pipe: ViZDoom's engine processes outlive a SIGKILLed parent and would hold
+    # a pipe open. Their own session lets the test clean them up afterwards.
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "basic.wad",
+                             "--model-dir", str(model_dir), "--frames-dir", str(tmp_path / "frames"),
+                             "--max-minutes", "5", "--gif-every", "0", "--save-every-minutes", "0.02"],
+                            cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert wait_for(lambda: len(list(model_dir.glob("ckpt-*.index"))) >= 2), "no periodic checkpoint appeared"
+        proc.kill()  # SIGKILL: no handler runs, whatever was being written is cut short
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the orphaned engine processes
+        except ProcessLookupError:
+            pass
+        log.close()
+    from doom_a3c.checkpoint import resolve_prefix
+
+    _, _, before = read_checkpoint_identity(resolve_prefix(str(model_dir)))
+    resumed = run("train.py", "--resume", "--model-dir", model_dir, "--max-steps", int(before["env_steps"]) + 600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    _, _, after = read_checkpoint_identity(str(model_dir / "last.ckpt"))
+    assert after["env_steps"] >= before["env_steps"] + 600
+    assert after["episodes"] > before["episodes"]
+    rows = read_rows(model_dir / "progress.csv")
+    assert [r["episode"] for r in rows] == list(range(1, len(rows) + 1))  # no gap, no duplicate after the crash
