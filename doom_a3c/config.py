@@ -44,6 +44,9 @@ class TrainConfig:
     optimizer: str = _flag("adam", "shared optimizer", choices=["adam", "rmsprop"])
     learning_rate: float = _flag(1e-4, "optimizer learning rate")
     lstm_size: int = _flag(256, "LSTM cell size")
+    frame_norm: str = _flag("standardize", "input frames are scaled to [0, 1]; 'standardize' then gives each frame "
+                            "zero mean and unit variance (learns Doom's small targets several times faster), "
+                            "'scale' stops there as the seed does", choices=["standardize", "scale"])
     # --- budget and stopping ---
     max_steps: int = _flag(0, "stop after this many environment steps in total (0 = no limit)")
     max_minutes: float = _flag(0.0, "stop after this many minutes of wall time (0 = no limit)")

@@ -31,7 +31,7 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
     env = make_environment(config, seed=seed + 10_000)
     if env.num_actions != num_actions:
         raise CheckpointError(f"{prefix} has {num_actions} actions but {config.scenario} now has {env.num_actions}")
-    net = ActorCritic(num_actions, config.lstm_size, name="global").build_variables(OBSERVATION_SHAPE)
+    net = ActorCritic(num_actions, config.lstm_size, name="global", frame_norm=config.frame_norm).build_variables(OBSERVATION_SHAPE)
     restore(tf.train.Checkpoint(model=net), prefix, partial=True)
     step = tf.function(net.step)
     rng = np.random.default_rng(seed)

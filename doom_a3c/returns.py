@@ -63,3 +63,65 @@ def generalized_advantages(rewards: np.ndarray, values: np.ndarray, dones: np.nd
         return out
 
     return _per_column(one_column, rewards, values, dones, bootstrap=bootstrap_value).astype(np.float32)
+
+
+N_STEP_VARIANTS = ("zero", "max")
+
+
+def _n_step_segment(r: np.ndarray, v: np.ndarray, tail: float, gamma: float, n: int, variant: str) -> np.ndarray:
+    """N-step targets inside one episode segment of length L; `tail` is the value of the state after it."""
+    length = len(r)
+    offsets = np.arange(length)
+    steps = np.minimum(n, length - offsets)  # rewards available from each t: [L]
+    # Rewards past the segment are 0, so a window of min(n, L) covers every term that exists.
+    window = min(n, length)
+    padded = np.concatenate([r, np.zeros(window)])  # [L + window]
+    reward_sums = np.lib.stride_tricks.sliding_window_view(padded, window)[:length] @ gamma ** np.arange(window)
+    next_values = np.append(v, tail)  # V(s_t) for t in the segment, then V(s_L): [L + 1]
+    value_terms = gamma ** steps * next_values[offsets + steps]  # [L]
+    if variant == "zero":
+        # A horizon that overruns the segment would need V(s_{t+n}) from beyond the data: it counts as 0.
+        value_terms = np.where(steps == n, value_terms, 0.0)
+    return reward_sums + value_terms
+
+
+def n_step_targets(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, bootstrap_value,
+                   gamma: float, n: int, variant: str) -> np.ndarray:
+    """N-step value targets G_t = r_t + ... + gamma^(n-1) r_{t+n-1} + gamma^n V(s_{t+n}), [T] or [T, B].
+
+    `n` counts rewards (n=1 is the one-step TD target). The two variants differ only where the
+    horizon t+n runs past the last step of the rollout (t > T - n); everywhere else they agree.
+
+    - "zero": the horizon stays n steps long and any term it would need from beyond the data is 0:
+      rewards after step T-1 and the value V(s_{t+n}) for t+n > T. The bootstrap V(s_T) is used only
+      by the single step t = T - n whose horizon ends exactly on s_T; later steps get a plain
+      discounted sum of the rewards left, without any bootstrap. (The seed's loop counts the value
+      as one of its N terms, so its N is this n + 1; it also shortens N to the rollout length.)
+    - "max": the horizon shrinks to the rollout end, so steps near the end use every reward they
+      have and then bootstrap from V(s_T). With n >= T this is exactly `discounted_returns`.
+
+    In both, an episode end at step d (dones[d] = 1) stops the sum after r_d and its bootstrap
+    is 0 (a terminal state has no future), so no term of the next episode is ever credited.
+    Returns float32 targets shaped like `rewards`; the advantage is targets - values.
+    """
+    if variant not in N_STEP_VARIANTS:
+        raise ValueError(f"n-step variant must be one of {N_STEP_VARIANTS}, got {variant!r}")
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a whole number of steps >= 1, got {n}")
+
+    def one_column(r, v, d, bootstrap):
+        r, v = np.asarray(r, np.float64), np.asarray(v, np.float64)
+        out = np.zeros(len(r), np.float64)
+        for start, stop, ended in _episode_segments(d):
+            tail = 0.0 if ended else bootstrap
+            out[start:stop] = _n_step_segment(r[start:stop], v[start:stop], tail, gamma, int(n), variant)
+        return out
+
+    return _per_column(one_column, rewards, values, dones, bootstrap=bootstrap_value).astype(np.float32)
+
+
+def n_step_advantages(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, bootstrap_value,
+                      gamma: float, n: int, variant: str) -> np.ndarray:
+    """A_t = G_t - V(s_t) with G_t from `n_step_targets` (same shapes, same variants), float32."""
+    targets = n_step_targets(rewards, values, dones, bootstrap_value, gamma, n, variant)
+    return (targets - np.asarray(values, np.float64)).astype(np.float32)

@@ -99,7 +99,7 @@ class Trainer:
         if self.resume_prefix and num_actions != self.saved_actions:
             raise CheckpointError(f"{self.resume_prefix} has {self.saved_actions} actions but {cfg.scenario} "
                                   f"has {num_actions}; it was made for another scenario or action set")
-        self.global_net = ActorCritic(num_actions, cfg.lstm_size, seed=cfg.seed, name="global")
+        self.global_net = ActorCritic(num_actions, cfg.lstm_size, seed=cfg.seed, name="global", frame_norm=cfg.frame_norm)
         self.global_net.build_variables(OBSERVATION_SHAPE)
         self.optimizer = build_optimizer(cfg)
         # Keras builds optimizer slots lazily; threads racing into that build corrupt it.
@@ -119,7 +119,8 @@ class Trainer:
         self.workers = []
         for w, group in enumerate(env_groups):
             # Local copies are built here, in the main thread: Keras keeps some per-thread global state.
-            local = ActorCritic(num_actions, cfg.lstm_size, seed=cfg.seed, name=f"worker_{w}")
+            local = ActorCritic(num_actions, cfg.lstm_size, seed=cfg.seed, name=f"worker_{w}",
+                                frame_norm=cfg.frame_norm)
             local.build_variables(OBSERVATION_SHAPE)
             self.workers.append(Worker(w, cfg, group, local, self.shared, scale, seed=cfg.seed + w,
                                        record_every=cfg.gif_every if w == 0 else 0))

@@ -225,3 +225,15 @@ def test_heads_use_normalized_columns():
     net = ActorCritic(A, L, seed=0).build_variables(OBSERVATION_SHAPE)
     np.testing.assert_allclose(np.linalg.norm(net.policy_head.kernel.numpy(), axis=0), np.full(A, 0.01), rtol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(net.value_head.kernel.numpy(), axis=0), [1.0], rtol=1e-5)
+
+
+def test_standardized_frames_ignore_overall_brightness():
+    """--frame-norm standardize: a frame and the same frame made brighter give the same output; 'scale' does not."""
+    frames = np.random.default_rng(3).integers(0, 200, (2, *OBSERVATION_SHAPE)).astype(np.uint8)
+    brighter = frames + np.uint8(40)
+    for norm, same in (("standardize", True), ("scale", False)):
+        net = ActorCritic(A, L, seed=0, frame_norm=norm).build_variables(OBSERVATION_SHAPE)
+        state, starts = net.initial_state(2), tf.ones([2])
+        a, b = net.step(frames, state, starts), net.step(brighter, state, starts)
+        assert np.allclose(a.logits.numpy(), b.logits.numpy(), atol=1e-5) == same
+        assert np.allclose(a.values.numpy(), b.values.numpy(), atol=1e-5) == same

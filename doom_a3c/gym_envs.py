@@ -1,0 +1,271 @@
+"""Gymnasium environments (Atari games and small vector-observation tasks) behind the interface of
+`doom_a3c.envs.DoomEnvironment`, so the A3C worker can train on them unchanged.
+
+Two kinds are supported:
+
+* "image": Atari games from ale-py (`ALE/Pong-v5`, `BreakoutNoFrameskip-v4`, ...), preprocessed the
+  DeepMind way into (84, 84, 1) uint8 grey frames by `AtariEnvironment`;
+* "vector": any gymnasium env with a 1-D Box observation and a Discrete action space (`CartPole-v1`,
+  `Acrobot-v1`, ...), observations as float32, by `VectorEnvironment`.
+
+As in envs.py, every reward reported here is the game's own, unclipped and unscaled; clipping or scaling
+for learning is the worker's job, so logs and play.py show the true score.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from doom_a3c.config import ConfigError
+
+ATARI_ENTRY_POINT = "ale_py.env:AtariEnv"
+ATARI_FRAME_SIZE = 84
+ATARI_EXAMPLES = ("ALE/Pong-v5", "ALE/Breakout-v5", "PongNoFrameskip-v4")
+VECTOR_EXAMPLES = ("CartPole-v1", "Acrobot-v1")
+SUPPORTED_KINDS = (f"Atari image games (e.g. {', '.join(ATARI_EXAMPLES)}) and envs with a 1-D Box "
+                   f"observation and discrete actions (e.g. {', '.join(VECTOR_EXAMPLES)})")
+
+
+class GymStep(NamedTuple):
+    observation: np.ndarray  # [84, 84, 1] uint8 (image) or [N] float32 (vector); meaningless once game_over
+    reward: float  # the game's true reward for this step: unclipped, unscaled
+    done: bool  # learning terminal: do not bootstrap past this step (a lost life, or game_over)
+    game_over: bool  # the real episode end (also a time limit): only now does the caller reset()
+
+
+@functools.lru_cache(maxsize=None)
+def _register_atari() -> None:
+    try:
+        import ale_py
+
+        gym.register_envs(ale_py)
+    except ImportError:  # classic-control envs still work without ale-py
+        pass
+
+
+def _registered_ids() -> list[str]:
+    """All registered gymnasium ids, the Atari ones included when ale-py is installed."""
+    _register_atari()
+    return list(gym.registry)
+
+
+def is_gym_id(name: str) -> bool:
+    """True for a registered gymnasium id ("ALE/Pong-v5", "PongNoFrameskip-v4", "CartPole-v1"), False for
+    ViZDoom scenario names ("basic", "basic.wad", "my.cfg")."""
+    _register_atari()
+    return name in gym.registry
+
+
+def looks_like_gym_id(name: str) -> bool:
+    """True for names shaped like a gymnasium id ("Name-v3", "ALE/Name-v5"), registered or not, so that a
+    misspelt id can get gymnasium's "did you mean" error instead of a missing-scenario one."""
+    return is_gym_id(name) or re.fullmatch(r"([\w.-]+/)?[\w.-]+-v\d+", name) is not None
+
+
+def _unknown_id_message(env_id: str) -> str:
+    wanted = env_id.lower()
+
+    def similarity(registered: str) -> float:
+        # compare with and without the namespace, so "Pong-v5" finds "ALE/Pong-v5" first
+        names = {registered.lower(), registered.lower().split("/")[-1]}
+        return max(difflib.SequenceMatcher(None, wanted, name).ratio() for name in names)
+
+    scored = sorted(((similarity(r), r) for r in _registered_ids()), key=lambda pair: -pair[0])
+    matches = [registered for score, registered in scored[:3] if score >= 0.6]
+    hint = f"did you mean {', '.join(repr(m) for m in matches)}? " if matches else ""
+    return f"unknown gymnasium environment {env_id!r}; {hint}supported: {SUPPORTED_KINDS}"
+
+
+def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    if not is_gym_id(env_id):
+        raise ConfigError(_unknown_id_message(env_id))
+    return gym.spec(env_id)
+
+
+def _make(env_id: str, **kwargs: Any) -> gym.Env:
+    """gym.make, with a missing dependency (box2d, mujoco, ROMs...) reported as one ConfigError line."""
+    try:
+        return gym.make(env_id, **kwargs)
+    except (gym.error.Error, ImportError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(f"cannot create gymnasium environment {env_id!r}: {first_line}") from error
+
+
+def _check_discrete_actions(env_id: str, action_space: spaces.Space) -> None:
+    if isinstance(action_space, spaces.Box):
+        raise ConfigError(f"{env_id} has a continuous action space; only discrete actions are supported")
+    if not isinstance(action_space, spaces.Discrete):
+        raise ConfigError(f"{env_id} has a {type(action_space).__name__} action space; only discrete "
+                          f"(gymnasium.spaces.Discrete) actions are supported")
+
+
+class AtariEnvironment:
+    """An Atari game with the standard DeepMind preprocessing, built from gymnasium's own wrappers.
+
+    * The ALE env is made with frameskip=1 and `gymnasium.wrappers.AtariPreprocessing` does the rest:
+      up to `noop_max` random no-ops after each reset, repeating the action `frame_skip` frames and
+      max-pooling the last two (Atari sprites flicker), 84x84 grey. Observations: (84, 84, 1) uint8.
+    * Sticky actions are the env's own default: `ALE/*-v5` repeats the previous action with probability
+      0.25 on every frame (Machado et al. 2018), the `*-v4` ids use 0. They are kept on purpose: they are
+      the ALE's recommended source of stochasticity, so scores compare with v5 results, not with
+      the deterministic-emulator numbers of the 2016 A3C paper.
+    * Games whose action meanings include FIRE get FIRE and then action 2 pressed after every reset and
+      after every lost life, as baselines' `FireResetEnv` does; Breakout otherwise waits forever for a
+      serve. This happens whether or not lives are terminal. The (almost always zero) rewards of those
+      presses are added to the next step's reward, so the rewards summed over a game equal its score.
+    * A lost life gives done=True, game_over=False when `life_loss_terminal` (learning treats it as the
+      end of an episode, the game goes on without reset); the real end of the game, or the ALE's frame
+      limit (108,000 frames), gives done=game_over=True.
+    """
+
+    kind = "image"
+    observation_dtype = np.uint8
+    observation_shape = (ATARI_FRAME_SIZE, ATARI_FRAME_SIZE, 1)
+
+    def __init__(self, env_id: str, seed: int, frame_skip: int = 4, noop_max: int = 30,
+                 life_loss_terminal: bool = True):
+        spec = _spec(env_id)
+        if spec.entry_point != ATARI_ENTRY_POINT:
+            raise ConfigError(f"{env_id} is not an Atari (ale-py) game; e.g. {', '.join(ATARI_EXAMPLES)}")
+        if spec.kwargs.get("obs_type", "rgb") != "rgb":
+            raise ConfigError(f"{env_id} observes {spec.kwargs['obs_type']!r}; only the image (rgb) Atari "
+                              f"games are supported, e.g. {', '.join(ATARI_EXAMPLES)}")
+        if frame_skip < 1:
+            raise ConfigError(f"frame skip must be >= 1 for Atari, got {frame_skip}")
+        if noop_max < 0:
+            raise ConfigError(f"noop_max must be >= 0, got {noop_max}")
+        base = _make(env_id, frameskip=1, render_mode="rgb_array")
+        self._env = gym.wrappers.AtariPreprocessing(
+            base, noop_max=noop_max, frame_skip=frame_skip, screen_size=ATARI_FRAME_SIZE,
+            terminal_on_life_loss=False, grayscale_obs=True, grayscale_newaxis=True, scale_obs=False)
+        self._ale = base.unwrapped.ale
+        self.action_names: list[str] = list(base.unwrapped.get_action_meanings())
+        self.num_actions = len(self.action_names)
+        self.life_loss_terminal = life_loss_terminal
+        self.fires_on_reset = "FIRE" in self.action_names and self.num_actions >= 3
+        self._seed = seed
+        self._env.action_space.seed(seed)
+        self._seeded = False
+        self._lives = 0
+        self._carried_reward = 0.0  # rewards of FIRE presses, reported with the next step
+
+    def _press_fire(self) -> tuple[np.ndarray, float, bool]:
+        """FIRE then action 2 (baselines' FireResetEnv). Returns (observation, reward, game ended)."""
+        reward = 0.0
+        observation = None
+        for action in (self.action_names.index("FIRE"), 2):
+            observation, step_reward, terminated, truncated, _ = self._env.step(action)
+            reward += float(step_reward)
+            if terminated or truncated:
+                return observation, reward, True
+        return observation, reward, False
+
+    def reset(self) -> np.ndarray:
+        seed = None if self._seeded else self._seed  # seeding every reset would replay the same game
+        self._seeded = True
+        observation, _ = self._env.reset(seed=seed)
+        self._carried_reward = 0.0
+        while self.fires_on_reset:
+            observation, reward, ended = self._press_fire()
+            if not ended:
+                self._carried_reward = reward
+                break
+            observation, _ = self._env.reset()  # a game that ended while serving: start again, as FireResetEnv does
+        self._lives = self._ale.lives()
+        return observation
+
+    def step(self, action: int) -> GymStep:
+        observation, step_reward, terminated, truncated, _ = self._env.step(int(action))
+        reward = float(step_reward) + self._carried_reward
+        self._carried_reward = 0.0
+        if terminated or truncated:
+            return GymStep(observation, reward, True, True)
+        lives = self._ale.lives()
+        life_lost = lives < self._lives
+        self._lives = lives
+        if life_lost and self.fires_on_reset:
+            observation, fire_reward, ended = self._press_fire()
+            self._lives = self._ale.lives()
+            if ended:
+                return GymStep(observation, reward + fire_reward, True, True)
+            self._carried_reward = fire_reward
+        return GymStep(observation, reward, life_lost and self.life_loss_terminal, False)
+
+    def screen(self) -> np.ndarray:
+        """The current emulator frame in colour at the original resolution (210, 160, 3) uint8, for GIFs."""
+        return self._ale.getScreenRGB()
+
+    def close(self) -> None:
+        self._env.close()
+
+
+class VectorEnvironment:
+    """A gymnasium env with a 1-D Box observation (as float32) and a Discrete action space, e.g. CartPole-v1.
+
+    The env's own time limit (CartPole-v1: 500 steps) ends the game: done=game_over=True.
+    """
+
+    kind = "vector"
+    observation_dtype = np.float32
+
+    def __init__(self, env_id: str, seed: int):
+        spec = _spec(env_id)
+        if spec.entry_point == ATARI_ENTRY_POINT:
+            raise ConfigError(f"{env_id} is an Atari game; build it with AtariEnvironment")
+        self._env = _make(env_id, render_mode="rgb_array")
+        try:
+            _check_discrete_actions(env_id, self._env.action_space)
+            observation_space = self._env.observation_space
+            if not (isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 1):
+                raise ConfigError(f"{env_id} observes {observation_space}, which the network cannot take; "
+                                  f"supported: {SUPPORTED_KINDS}")
+            if "rgb_array" not in self._env.metadata.get("render_modes", []):
+                raise ConfigError(f"{env_id} cannot render rgb_array frames, which GIFs need")
+        except ConfigError:
+            self._env.close()
+            raise
+        self.observation_shape: tuple[int, ...] = tuple(observation_space.shape)
+        self.num_actions = int(self._env.action_space.n)
+        self.action_names: list[str] = [f"ACTION_{i}" for i in range(self.num_actions)]
+        self._first_action = int(self._env.action_space.start)  # Discrete(n, start=k) counts from k
+        self._seed = seed
+        self._env.action_space.seed(seed)
+        self._seeded = False
+
+    def reset(self) -> np.ndarray:
+        seed = None if self._seeded else self._seed
+        self._seeded = True
+        observation, _ = self._env.reset(seed=seed)
+        return np.asarray(observation, dtype=np.float32)
+
+    def step(self, action: int) -> GymStep:
+        observation, reward, terminated, truncated, _ = self._env.step(self._first_action + int(action))
+        game_over = bool(terminated or truncated)
+        return GymStep(np.asarray(observation, dtype=np.float32), float(reward), game_over, game_over)
+
+    def screen(self) -> np.ndarray:
+        """The env's rendering of its current state, (H, W, 3) uint8, for GIFs."""
+        return np.asarray(self._env.render(), dtype=np.uint8)
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def make_gym_environment(env_id: str, seed: int, frame_skip: int = 4,
+                         life_loss_terminal: bool = True) -> AtariEnvironment | VectorEnvironment:
+    """The right environment for a gymnasium id; a bad id or an unsupported env raises ConfigError.
+
+    `frame_skip` applies to Atari only; 0 means the default 4 (as --frame-skip 0 means "the preset's").
+    """
+    spec = _spec(env_id)
+    if frame_skip < 0:
+        raise ConfigError(f"--frame-skip must be >= 0, got {frame_skip}")
+    if spec.entry_point == ATARI_ENTRY_POINT:
+        return AtariEnvironment(env_id, seed, frame_skip=frame_skip or 4, life_loss_terminal=life_loss_terminal)
+    return VectorEnvironment(env_id, seed)
