@@ -1,10 +1,7 @@
 #!/usr/bin/env python
 """Watch a trained agent: `python play.py --model models/last.ckpt --out /tmp/result`."""
 import argparse
-import os
 import sys
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def main() -> int:

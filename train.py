@@ -1,9 +1,6 @@
 #!/usr/bin/env python
 """Train an A3C agent from pixels: `python train.py --scenario basic.wad`."""
-import os
 import sys
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def main() -> int:
