@@ -25,9 +25,17 @@ def _flag(default: Any, help: str, **argparse_kwargs: Any) -> Any:
 @dataclass
 class TrainConfig:
     # --- environment ---
-    scenario: str = _flag("basic.wad", "ViZDoom scenario: a shipped name (basic, basic.wad, basic.cfg) or a path to your own .cfg/.wad")
-    frame_skip: int = _flag(0, "game tics per agent step (0 = the scenario preset's value, 4 when it has none)")
-    reward_scale: float = _flag(0.0, "multiply game rewards by this for learning (0 = preset value, 0.01 when none)")
+    scenario: str = _flag("basic.wad", "what to learn, one of three kinds: a ViZDoom scenario (basic, basic.wad, "
+                          "basic.cfg, or a path to your own .cfg/.wad); an Atari game by its ALE id (ALE/Pong-v5, "
+                          "ALE/Breakout-v5, any ALE id); a gymnasium env with a vector observation and discrete "
+                          "actions (CartPole-v1, Acrobot-v1)")
+    frame_skip: int = _flag(0, "game frames per agent step (0 = the preset's value: Doom 4 tics unless its preset "
+                            "says otherwise, Atari 4 frames max-pooled; ignored for vector envs)")
+    reward_scale: float = _flag(0.0, "multiply game rewards by this for learning (0 = preset value: Doom 0.01 when "
+                                "none, 1 for Atari and gymnasium envs)")
+    clip_rewards: str = _flag("auto", "clip learning rewards to [-1, 1] (seed 002) after scaling; auto = on for Atari, "
+                              "off otherwise. The scores reported in the CSV, TensorBoard and play.py are never clipped",
+                              choices=["auto", "on", "off"])
     screen_resolution: str = _flag("RES_160X120", "ViZDoom render resolution; GIFs use it, the network sees 84x84 grey")
     # --- workers ---
     workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
@@ -44,6 +52,33 @@ class TrainConfig:
     optimizer: str = _flag("adam", "shared optimizer", choices=["adam", "rmsprop"])
     learning_rate: float = _flag(7e-4, "optimizer learning rate (the seed used 1e-4 with one game per worker; batched games learn faster with 7e-4)")
     lstm_size: int = _flag(256, "LSTM cell size")
+    no_lstm: bool = _flag(False, "drop the LSTM core: the torso feeds the policy and value heads directly")
+    hidden_size: int = _flag(256, "units of the dense layer after the conv torso (images), or of each of the two "
+                             "dense layers of the vector torso (vector observations such as CartPole's)")
+    separate_networks: bool = _flag(False, "separate actor and critic networks (seed 001): the value head gets its "
+                                    "own torso and LSTM instead of sharing the policy's")
+    advantage: str = _flag("gae", "advantage estimator: 'gae' (--gae-lambda; lambda 1 = the seed's discounted "
+                           "returns) or 'nstep' (n-step targets, --n-step, --n-step-variant; seeds 001 and 003)",
+                           choices=["gae", "nstep"])
+    n_step: int = _flag(8, "rewards per target with --advantage nstep (1 = one-step TD); seed 003 used 8")
+    n_step_variant: str = _flag("max", "where an n-step horizon runs past the rollout end: 'max' uses every reward "
+                                "left and bootstraps from the last state; 'zero' treats the missing terms as 0 "
+                                "(seed 001's two variants)", choices=["max", "zero"])
+    epsilon_start: float = _flag(0.0, "epsilon-greedy on top of the policy (seed 003): probability of a uniformly "
+                                 "random action at step 0 (0 with --epsilon-end 0 = off)")
+    epsilon_end: float = _flag(0.0, "epsilon reached after --epsilon-decay-steps environment steps, kept after")
+    epsilon_decay_steps: int = _flag(0, "environment steps (all workers) of the linear decay from --epsilon-start "
+                                     "to --epsilon-end (0 = --epsilon-end from the start)")
+    epsilon_spread: str = _flag("same", "final epsilon per worker: 'same' (all --epsilon-end), 'linear' or "
+                                "'geometric' (worker 0 ends at --epsilon-end, the last at --epsilon-start; "
+                                "seed 003's remark on per-worker exploration)",
+                                choices=["same", "linear", "geometric"])
+    gradient_mode: str = _flag("clip", "'clip' scales the whole gradient to global norm <= --clip-norm (seed 004); "
+                               "'normalize' caps each tensor's average norm at --normalize-norm (seed 002)",
+                               choices=["clip", "normalize"])
+    normalize_norm: float = _flag(0.1, "per-element norm bound of --gradient-mode normalize (seed 002: 0.1)")
+    lr_schedule: str = _flag("constant", "'linear' anneals the learning rate to 0 over --max-steps (A3C paper)",
+                             choices=["constant", "linear"])
     frame_norm: str = _flag("standardize", "input frames are scaled to [0, 1]; 'standardize' then gives each frame "
                             "zero mean and unit variance (learns Doom's small targets several times faster), "
                             "'scale' stops there as the seed does", choices=["standardize", "scale"])
@@ -75,6 +110,21 @@ class TrainConfig:
             raise ConfigError(f"--learning-rate must be > 0, got {self.learning_rate}")
         if not self.clip_norm > 0:
             raise ConfigError(f"--clip-norm must be > 0, got {self.clip_norm}")
+        if not self.normalize_norm > 0:
+            raise ConfigError(f"--normalize-norm must be > 0, got {self.normalize_norm}")
+        if self.hidden_size <= 0:
+            raise ConfigError(f"--hidden-size must be > 0, got {self.hidden_size}")
+        if self.n_step < 1:
+            raise ConfigError(f"--n-step must be >= 1, got {self.n_step}")
+        for name in ("epsilon_start", "epsilon_end"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(self, name)}")
+        if self.epsilon_decay_steps < 0:
+            raise ConfigError(f"--epsilon-decay-steps must be >= 0, got {self.epsilon_decay_steps}")
+        if self.epsilon_spread == "geometric" and not self.epsilon_end > 0:
+            raise ConfigError("--epsilon-spread geometric needs --epsilon-end > 0 (e.g. 0.01), or use linear")
+        if self.lr_schedule == "linear" and not self.max_steps:
+            raise ConfigError("--lr-schedule linear anneals to 0 over --max-steps: give --max-steps too")
         if not 0.0 <= self.gamma <= 1.0:
             raise ConfigError(f"--gamma must be in [0, 1], got {self.gamma}")
         if not 0.0 <= self.gae_lambda <= 1.0:

@@ -11,7 +11,8 @@ import cv2
 import numpy as np
 
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.scenarios import Scenario, resolve_scenario
+from doom_a3c.recording import DOOM_TICS_PER_SECOND
+from doom_a3c.scenarios import ATARI, DOOM, Scenario, environment_kind, resolve_scenario
 
 FRAME_SIZE = 84
 OBSERVATION_SHAPE = (FRAME_SIZE, FRAME_SIZE, 1)
@@ -38,8 +39,16 @@ class StepResult(NamedTuple):
     reward: float  # the game's reward, unscaled
     done: bool
 
+    @property
+    def game_over(self) -> bool:
+        """Doom has no lives: the learning terminal is the real end (gym_envs.GymStep tells them apart)."""
+        return self.done
+
 
 class Environment(Protocol):
+    """ViZDoom (below), Atari and gymnasium vector envs (gym_envs.py). `step(...).done` ends an episode
+    for learning (an Atari life loss too); `step(...).game_over` is the real end, where reset() follows."""
+
     num_actions: int
     action_names: list[str]
 
@@ -117,12 +126,47 @@ class DoomEnvironment:
 
 
 def make_environment(config: TrainConfig, seed: int) -> Environment:
+    """The environment `--scenario` names, whichever of the three kinds it is."""
+    if environment_kind(config.scenario) != DOOM:
+        from doom_a3c.gym_envs import make_gym_environment
+
+        return make_gym_environment(config.scenario, seed, frame_skip=config.frame_skip)
     scenario = resolve_scenario(config.scenario, cache_dir=config.model_dir)
     frame_skip = config.frame_skip or scenario.frame_skip
     return DoomEnvironment(scenario, frame_skip, config.screen_resolution, seed)
 
 
+def check_environment(config: TrainConfig) -> None:
+    """Raise ConfigError now for anything make_environment would refuse (before a run moves files)."""
+    if environment_kind(config.scenario) == DOOM:
+        resolve_scenario(config.scenario, config.model_dir)
+        check_screen_resolution(config.screen_resolution)
+    else:  # creating one game is the only sure check (missing ROM, continuous actions, image obs...)
+        make_environment(config, seed=0).close()
+
+
+def observation_shape_of(env: Environment) -> tuple[int, ...]:
+    return tuple(getattr(env, "observation_shape", OBSERVATION_SHAPE))
+
+
+def seconds_per_step(config: TrainConfig, env: Environment) -> float:
+    """Game time of one agent step, so that GIFs play at the game's own speed."""
+    if hasattr(env, "seconds_per_step"):
+        return env.seconds_per_step
+    frame_skip = config.frame_skip or resolve_scenario(config.scenario, config.model_dir).frame_skip
+    return frame_skip / DOOM_TICS_PER_SECOND
+
+
 def reward_scale_for(config: TrainConfig) -> float:
     if config.reward_scale:
         return config.reward_scale
+    if environment_kind(config.scenario) != DOOM:
+        return 1.0
     return resolve_scenario(config.scenario, cache_dir=config.model_dir).reward_scale
+
+
+def clips_rewards(config: TrainConfig) -> bool:
+    """--clip-rewards auto: on for Atari (seed 002: scores differ by orders of magnitude between games)."""
+    if config.clip_rewards == "auto":
+        return environment_kind(config.scenario) == ATARI
+    return config.clip_rewards == "on"

@@ -12,10 +12,9 @@ import tensorflow as tf
 from doom_a3c.checkpoint import (CheckpointError, atomic_write_text, ensure_writable_dir, read_checkpoint_identity,
                                  resolve_prefix, restore)
 from doom_a3c.config import ConfigError
-from doom_a3c.envs import OBSERVATION_SHAPE, make_environment
-from doom_a3c.network import ActorCritic
-from doom_a3c.recording import DOOM_TICS_PER_SECOND, write_gif
-from doom_a3c.scenarios import resolve_scenario
+from doom_a3c.envs import make_environment, observation_shape_of, seconds_per_step
+from doom_a3c.network import build_actor_critic
+from doom_a3c.recording import write_gif
 
 
 class EpisodeSummary(NamedTuple):
@@ -31,28 +30,32 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
     env = make_environment(config, seed=seed + 10_000)
     if env.num_actions != num_actions:
         raise CheckpointError(f"{prefix} has {num_actions} actions but {config.scenario} now has {env.num_actions}")
-    net = ActorCritic(num_actions, config.lstm_size, name="global", frame_norm=config.frame_norm).build_variables(OBSERVATION_SHAPE)
-    restore(tf.train.Checkpoint(model=net), prefix, partial=True)
+    try:
+        net = build_actor_critic(config, num_actions, observation_shape_of(env), name="global")
+        restore(tf.train.Checkpoint(model=net), prefix, partial=True)
+    except CheckpointError:
+        env.close()
+        raise
     step = tf.function(net.step)
     rng = np.random.default_rng(seed)
-    frame_skip = config.frame_skip or resolve_scenario(config.scenario, config.model_dir).frame_skip
     summaries = []
     for index in range(episodes):
         observation = env.reset()
         frames = [env.screen().copy()]
         state, starts = net.initial_state(1), tf.ones([1])
-        total, length, done = 0.0, 0, False
-        while not done:
+        total, length, game_over = 0.0, 0, False
+        while not game_over:  # a whole game: an Atari life loss resets the LSTM, as in training, and goes on
             net_out = step(observation[None], state, starts)
-            state, starts = net_out.state, tf.zeros([1])
+            state = net_out.state
             probs = tf.nn.softmax(net_out.logits[0]).numpy().astype(np.float64)
             action = int(np.argmax(probs)) if greedy else int(rng.choice(len(probs), p=probs / probs.sum()))
             result = env.step(action)
-            total, length, done = total + result.reward, length + 1, result.done
+            total, length, game_over = total + result.reward, length + 1, result.game_over
+            starts = tf.ones([1]) if result.done else tf.zeros([1])
             observation = result.observation
-            if not done:
+            if not game_over:
                 frames.append(env.screen().copy())
-        gif = write_gif(os.path.join(out, f"episode_{index + 1:03d}.gif"), frames, frame_skip / DOOM_TICS_PER_SECOND)
+        gif = write_gif(os.path.join(out, f"episode_{index + 1:03d}.gif"), frames, seconds_per_step(config, env))
         summaries.append(EpisodeSummary(total, length, gif))
     env.close()
     rewards = [s.reward for s in summaries]

@@ -10,9 +10,22 @@ that, and so do we: keep epsilon small (or 0, the no-op) once the policy has sta
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 EPSILON_SPREADS = ("same", "linear", "geometric")
+
+
+class EpsilonSchedule(NamedTuple):
+    """One worker's schedule: `start` at step 0, linearly to `end` at `decay_steps`, then flat."""
+
+    start: float
+    end: float
+    decay_steps: int
+
+    def at(self, step: int) -> float:
+        return epsilon_at(step, self.start, self.end, self.decay_steps)
 
 
 def epsilon_at(step: int, start: float, end: float, decay_steps: int) -> float:

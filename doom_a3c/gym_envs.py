@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import re
 from typing import Any, NamedTuple
 
@@ -24,8 +25,13 @@ from gymnasium import spaces
 
 from doom_a3c.config import ConfigError
 
+# Rendering (CartPole's rgb_array) initialises pygame, whose audio set-up prints an "error:" line on a
+# machine without a sound session; no env here plays sound.
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
 ATARI_ENTRY_POINT = "ale_py.env:AtariEnv"
 ATARI_FRAME_SIZE = 84
+ATARI_FRAMES_PER_SECOND = 60  # the console's NTSC frame rate
 ATARI_EXAMPLES = ("ALE/Pong-v5", "ALE/Breakout-v5", "PongNoFrameskip-v4")
 VECTOR_EXAMPLES = ("CartPole-v1", "Acrobot-v1")
 SUPPORTED_KINDS = (f"Atari image games (e.g. {', '.join(ATARI_EXAMPLES)}) and envs with a 1-D Box "
@@ -44,6 +50,7 @@ def _register_atari() -> None:
     try:
         import ale_py
 
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner on stderr for every game
         gym.register_envs(ale_py)
     except ImportError:  # classic-control envs still work without ale-py
         pass
@@ -88,6 +95,11 @@ def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
     return gym.spec(env_id)
 
 
+def gym_kind(env_id: str) -> str:
+    """"image" (an Atari game) or "vector" for a registered id, without creating the env; ConfigError else."""
+    return "image" if _spec(env_id).entry_point == ATARI_ENTRY_POINT else "vector"
+
+
 def _make(env_id: str, **kwargs: Any) -> gym.Env:
     """gym.make, with a missing dependency (box2d, mujoco, ROMs...) reported as one ConfigError line."""
     try:
@@ -99,10 +111,11 @@ def _make(env_id: str, **kwargs: Any) -> gym.Env:
 
 def _check_discrete_actions(env_id: str, action_space: spaces.Space) -> None:
     if isinstance(action_space, spaces.Box):
-        raise ConfigError(f"{env_id} has a continuous action space; only discrete actions are supported")
+        raise ConfigError(f"{env_id} has a continuous action space; only discrete actions are supported. "
+                          f"Supported: {SUPPORTED_KINDS}")
     if not isinstance(action_space, spaces.Discrete):
-        raise ConfigError(f"{env_id} has a {type(action_space).__name__} action space; only discrete "
-                          f"(gymnasium.spaces.Discrete) actions are supported")
+        raise ConfigError(f"{env_id} has a {type(action_space).__name__} action space, which the network cannot "
+                          f"take; supported: {SUPPORTED_KINDS}")
 
 
 class AtariEnvironment:
@@ -145,6 +158,7 @@ class AtariEnvironment:
             base, noop_max=noop_max, frame_skip=frame_skip, screen_size=ATARI_FRAME_SIZE,
             terminal_on_life_loss=False, grayscale_obs=True, grayscale_newaxis=True, scale_obs=False)
         self._ale = base.unwrapped.ale
+        self.seconds_per_step = frame_skip / ATARI_FRAMES_PER_SECOND  # GIFs play at the game's speed
         self.action_names: list[str] = list(base.unwrapped.get_action_meanings())
         self.num_actions = len(self.action_names)
         self.life_loss_terminal = life_loss_terminal
@@ -233,6 +247,7 @@ class VectorEnvironment:
         self.observation_shape: tuple[int, ...] = tuple(observation_space.shape)
         self.num_actions = int(self._env.action_space.n)
         self.action_names: list[str] = [f"ACTION_{i}" for i in range(self.num_actions)]
+        self.seconds_per_step = 1.0 / float(self._env.metadata.get("render_fps") or 30)
         self._first_action = int(self._env.action_space.start)  # Discrete(n, start=k) counts from k
         self._seed = seed
         self._env.action_space.seed(seed)

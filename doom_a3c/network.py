@@ -1,4 +1,5 @@
-"""The actor-critic network: conv torso -> dense 256 -> LSTM -> softmax policy + value.
+"""The actor-critic network: conv torso -> dense 256 (or a dense torso for vectors) -> LSTM -> softmax
+policy + value.
 
 It knows nothing of environments or optimizers. Two entry points share the same layers:
 `step` (one time step for a batch of environments, used for acting) and `unroll` (a whole
@@ -43,64 +44,119 @@ class NormalizedColumns(keras.initializers.Initializer):
         return {"std": self.std, "seed": self.seed}
 
 
+TORSOS = ("conv", "dense")
+
+
 class ActorCritic(keras.Model):
+    """`torso` "conv" takes [84, 84, 1] uint8 frames (Doom, Atari), "dense" takes [N] float32 vectors
+    (CartPole). `use_lstm=False` feeds the torso straight to the heads (the state is then empty, [B, 0]).
+    `separate_critic` gives the value head its own torso and LSTM (seed 001's separate actor and critic
+    networks); the two LSTM states then travel side by side in one state, [B, 2 * lstm_size].
+    """
+
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
-                 frame_norm: str = "standardize"):
+                 frame_norm: str = "standardize", torso: str = "conv", hidden_size: int = 256,
+                 use_lstm: bool = True, separate_critic: bool = False):
         super().__init__(name=name)
+        if torso not in TORSOS:
+            raise ValueError(f"torso must be one of {TORSOS}, got {torso!r}")
         self.num_actions = num_actions
         self.frame_norm = frame_norm
-        self.lstm_size = lstm_size
-        glorot = lambda k: keras.initializers.GlorotUniform(seed=seed + k)  # noqa: E731
-        self.conv1 = keras.layers.Conv2D(16, 8, strides=4, activation="elu", kernel_initializer=glorot(1), name="conv1")
-        self.conv2 = keras.layers.Conv2D(32, 4, strides=2, activation="elu", kernel_initializer=glorot(2), name="conv2")
-        self.flatten = keras.layers.Flatten()
-        self.hidden = keras.layers.Dense(256, activation="elu", kernel_initializer=glorot(3), name="hidden")
-        self.lstm = keras.layers.LSTMCell(lstm_size, kernel_initializer=glorot(4), name="lstm")
+        self.torso = torso
+        self.lstm_size = lstm_size if use_lstm else 0
+        self.use_lstm = use_lstm
+        branches = ("", "critic_") if separate_critic else ("",)  # attribute prefixes: checkpoint names
+        self.state_size = self.lstm_size * len(branches)
+        self._branches = [self._build_branch(prefix, seed + 10 * i, hidden_size) for i, prefix in enumerate(branches)]
         self.policy_head = keras.layers.Dense(num_actions, use_bias=False,
                                               kernel_initializer=NormalizedColumns(0.01, seed + 5), name="policy")
         self.value_head = keras.layers.Dense(1, use_bias=False,
                                              kernel_initializer=NormalizedColumns(1.0, seed + 6), name="value")
 
+    def _build_branch(self, prefix: str, seed: int, hidden_size: int) -> tuple[list, keras.layers.LSTMCell | None]:
+        """One torso (+ LSTM), set as named attributes so that checkpoints name them (conv1, critic_conv1...)."""
+        glorot = lambda k: keras.initializers.GlorotUniform(seed=seed + k)  # noqa: E731
+        if self.torso == "conv":
+            layers = {"conv1": keras.layers.Conv2D(16, 8, strides=4, activation="elu", kernel_initializer=glorot(1)),
+                      "conv2": keras.layers.Conv2D(32, 4, strides=2, activation="elu", kernel_initializer=glorot(2)),
+                      "flatten": keras.layers.Flatten(),
+                      "hidden": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=glorot(3))}
+        else:
+            layers = {"fc1": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=glorot(1)),
+                      "fc2": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=glorot(3))}
+        for attribute, layer in layers.items():
+            layer.name = prefix + attribute
+            setattr(self, prefix + attribute, layer)
+        lstm = None
+        if self.use_lstm:
+            lstm = keras.layers.LSTMCell(self.lstm_size, kernel_initializer=glorot(4), name=prefix + "lstm")
+            setattr(self, prefix + "lstm", lstm)
+        return list(layers.values()), lstm
+
     def initial_state(self, batch_size: int) -> LSTMState:
-        zeros = tf.zeros([batch_size, self.lstm_size], tf.float32)
+        zeros = tf.zeros([batch_size, self.state_size], tf.float32)
         return LSTMState(zeros, zeros)
 
-    def encode(self, observations: tf.Tensor) -> tf.Tensor:
-        """[N, 84, 84, 1] uint8 -> [N, 256] features."""
+    def _inputs(self, observations: tf.Tensor) -> tf.Tensor:
+        if self.torso == "dense":
+            return tf.cast(observations, tf.float32)  # vector observations are used as they come
         x = tf.cast(observations, tf.float32) / 255.0
         if self.frame_norm == "standardize":
             # Dark Doom frames are all-positive inputs with a small target on a textured wall; centring
             # them conditions the first conv layer (supervised probe: 90% accuracy in 3x fewer steps).
             x = tf.image.per_image_standardization(x)
-        return self.hidden(self.flatten(self.conv2(self.conv1(x))))
+        return x
 
-    def _core(self, features: tf.Tensor, state: LSTMState, starts: tf.Tensor):
+    def encode(self, observations: tf.Tensor) -> list[tf.Tensor]:
+        """[N, *obs] -> one [N, hidden] feature tensor per branch (one, or actor and critic)."""
+        x = self._inputs(observations)
+        features = []
+        for layers, _ in self._branches:
+            out = x
+            for layer in layers:
+                out = layer(out)
+            features.append(out)
+        return features
+
+    def _core(self, features: list[tf.Tensor], state: LSTMState, starts: tf.Tensor):
+        if not self.use_lstm:
+            return features, state
         # Zero the carried state where a new episode begins: one rule for acting and training.
         keep = 1.0 - tf.cast(starts, tf.float32)[:, None]  # [B, 1]
-        out, (h, c) = self.lstm(features, [state.h * keep, state.c * keep])
-        return out, LSTMState(h, c)
+        outputs, hs, cs = [], [], []
+        for i, (_, lstm) in enumerate(self._branches):
+            part = slice(i * self.lstm_size, (i + 1) * self.lstm_size)
+            out, (h, c) = lstm(features[i], [state.h[:, part] * keep, state.c[:, part] * keep])
+            outputs.append(out)
+            hs.append(h)
+            cs.append(c)
+        return outputs, LSTMState(tf.concat(hs, 1), tf.concat(cs, 1))
 
-    def _heads(self, core_out: tf.Tensor):
-        return self.policy_head(core_out), tf.squeeze(self.value_head(core_out), -1)
+    def _heads(self, core_out: list[tf.Tensor]):
+        # Policy from the first branch, value from the last: the same branch unless the critic is separate.
+        return self.policy_head(core_out[0]), tf.squeeze(self.value_head(core_out[-1]), -1)
 
     def step(self, observations: tf.Tensor, state: LSTMState, starts: tf.Tensor) -> NetworkOutput:
-        """observations [B, 84, 84, 1], starts [B] (1 where the episode begins) -> logits [B, A], values [B]."""
+        """observations [B, *obs], starts [B] (1 where the episode begins) -> logits [B, A], values [B]."""
         core_out, state = self._core(self.encode(observations), state, starts)
         logits, values = self._heads(core_out)
         return NetworkOutput(logits, values, state)
 
     def unroll(self, observations: tf.Tensor, state: LSTMState, starts: tf.Tensor) -> NetworkOutput:
-        """observations [T, B, 84, 84, 1], starts [T, B] -> logits [T, B, A], values [T, B]."""
+        """observations [T, B, *obs], starts [T, B] -> logits [T, B, A], values [T, B]."""
         steps, batch = observations.shape[0], tf.shape(observations)[1]
-        # The conv torso runs once over all T*B frames; only the LSTM walks through time.
-        features = self.encode(tf.reshape(observations, tf.concat([[-1], tf.shape(observations)[2:]], 0)))
-        features = tf.reshape(features, [steps, batch, -1])  # [T, B, 256]
+        # The torso runs once over all T*B observations; only the LSTM walks through time.
+        flat = tf.reshape(observations, tf.concat([[-1], tf.shape(observations)[2:]], 0))
+        features = [tf.reshape(f, [steps, batch, -1]) for f in self.encode(flat)]  # [T, B, hidden] each
+        if not self.use_lstm:
+            logits, values = self._heads(features)
+            return NetworkOutput(logits, values, state)
         outputs = []
         for t in range(steps):  # T is static (the rollout length), so this unrolls in the graph
-            core_out, state = self._core(features[t], state, starts[t])
+            core_out, state = self._core([f[t] for f in features], state, starts[t])
             outputs.append(core_out)
-        logits, values = self._heads(tf.stack(outputs))  # [T, B, A], [T, B]
-        return NetworkOutput(logits, values, state)
+        logits, values = self._heads([tf.stack([out[i] for out in outputs]) for i in range(len(self._branches))])
+        return NetworkOutput(logits, values, state)  # [T, B, A], [T, B]
 
     def call(self, observations, state=None, starts=None):
         batch = tf.shape(observations)[0]
@@ -110,8 +166,20 @@ class ActorCritic(keras.Model):
 
     def build_variables(self, observation_shape: tuple[int, ...]) -> "ActorCritic":
         """Create every variable now (in the calling thread) with one dummy step."""
-        self.step(tf.zeros((1, *observation_shape), tf.uint8), self.initial_state(1), tf.ones([1]))
+        dtype = tf.uint8 if self.torso == "conv" else tf.float32
+        self.step(tf.zeros((1, *observation_shape), dtype), self.initial_state(1), tf.ones([1]))
         return self
+
+
+def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, ...], name: str,
+                       seed: int | None = None) -> ActorCritic:
+    """The network a TrainConfig describes, for observations of this shape: images get the conv torso,
+    vectors the dense one. The same call in the trainer and play.py, so a checkpoint always fits."""
+    torso = "conv" if len(observation_shape) == 3 else "dense"
+    net = ActorCritic(num_actions, config.lstm_size, seed=config.seed if seed is None else seed, name=name,
+                      frame_norm=config.frame_norm, torso=torso, hidden_size=config.hidden_size,
+                      use_lstm=not config.no_lstm, separate_critic=config.separate_networks)
+    return net.build_variables(observation_shape)
 
 
 def variable_norm(variables) -> tf.Tensor:

@@ -1,19 +1,25 @@
-"""Turn a `--scenario` value into a ViZDoom config file plus the project's preset for it.
+"""Turn a `--scenario` value into the kind of environment it names, and a ViZDoom one into its config
+file plus the project's preset for it.
 
-Presets live in `scenarios/<name>.toml` (frame skip, reward scale, action set, a known target).
-A scenario without a preset runs with its .cfg as it is: one action per available button.
+`--scenario` takes three kinds: a ViZDoom scenario (a shipped name or a .cfg/.wad path), an Atari game
+by its ALE id (`ALE/Pong-v5`) and any other gymnasium id with vector observations (`CartPole-v1`).
+Presets live in `scenarios/<name>.toml` (frame skip, reward scale, action set, a known target, and in
+a `[train]` table defaults for any training flag). A Doom scenario without a preset runs with its .cfg
+as it is: one action per available button.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from doom_a3c.config import ConfigError
+from doom_a3c.config import ConfigError, TrainConfig
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+DOOM, ATARI, VECTOR = "doom", "atari", "vector"
 DEFAULT_FRAME_SKIP = 4
 DEFAULT_REWARD_SCALE = 0.01
 
@@ -68,7 +74,7 @@ def _cfg_value(cfg: Path, key: str) -> str | None:
 
 
 def load_preset(name: str) -> dict:
-    path = PRESETS_DIR / f"{name}.toml"
+    path = PRESETS_DIR / f"{name.replace('/', '_')}.toml"  # ALE/Pong-v5 -> ALE_Pong-v5.toml
     if not path.exists():
         return {}
     with open(path, "rb") as handle:
@@ -104,7 +110,8 @@ def resolve_scenario(value: str, cache_dir: str = "models") -> Scenario:
         valid = shipped_scenario_names()
         if name not in valid:
             raise ConfigError(f"unknown scenario {value!r}; valid: {', '.join(valid)} "
-                              f"(or a path to your own .cfg or .wad)")
+                              f"(or a path to your own .cfg or .wad, an Atari id such as ALE/Pong-v5, or a "
+                              f"gymnasium id with discrete actions such as CartPole-v1)")
         cfg = os.path.join(shipped_scenarios_dir(), f"{name}.cfg")
     preset = load_preset(name)
     return Scenario(
@@ -121,3 +128,29 @@ def resolve_scenario(value: str, cache_dir: str = "models") -> Scenario:
 
 def _shipped_files() -> set[str]:
     return set(os.listdir(shipped_scenarios_dir()))
+
+
+def environment_kind(value: str) -> str:
+    """DOOM, ATARI or VECTOR for a --scenario value. A gymnasium-shaped id that is not registered
+    (ALE/Pongg-v5) raises ConfigError with gymnasium's nearest names, not the Doom scenario list."""
+    from doom_a3c.gym_envs import gym_kind, looks_like_gym_id
+
+    if looks_like_gym_id(value):
+        return ATARI if gym_kind(value) == "image" else VECTOR
+    return DOOM
+
+
+def scenario_name(value: str) -> str:
+    """One name per environment, whatever the spelling: `basic` for basic.wad, the id for gymnasium envs."""
+    return resolve_scenario(value).name if environment_kind(value) == DOOM else value
+
+
+def with_preset_defaults(config: TrainConfig, explicit: set[str]) -> TrainConfig:
+    """The preset's `[train]` table (tuned defaults, e.g. CartPole's) replaces the defaults of every flag
+    not given on the command line. Done once, for a fresh run: the saved config then holds the values."""
+    defaults = load_preset(scenario_name(config.scenario)).get("train", {})
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(defaults) - known)
+    if unknown:
+        raise ConfigError(f"preset for {config.scenario} sets unknown options {unknown}")
+    return dataclasses.replace(config, **{k: v for k, v in defaults.items() if k not in explicit})

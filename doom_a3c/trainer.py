@@ -3,6 +3,7 @@ everything that is not learning: counting, logging, GIFs, checkpoints, stop cond
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shutil
@@ -18,13 +19,16 @@ import tensorflow as tf
 from doom_a3c.checkpoint import (CONFIG_FILE, LAST, Checkpointer, CheckpointError, RunCounters, ensure_writable_dir,
                                  read_checkpoint_identity, resolve_prefix, restore)
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.envs import OBSERVATION_SHAPE, check_screen_resolution, make_environment, reward_scale_for
-from doom_a3c.network import ActorCritic
-from doom_a3c.recording import DOOM_TICS_PER_SECOND, write_gif
-from doom_a3c.scenarios import resolve_scenario
+from doom_a3c.envs import (check_environment, clips_rewards, make_environment, observation_shape_of,
+                           reward_scale_for, seconds_per_step)
+from doom_a3c.exploration import EpsilonSchedule, worker_epsilons
+from doom_a3c.network import build_actor_critic
+from doom_a3c.recording import write_gif
+from doom_a3c.scenarios import environment_kind, scenario_name, with_preset_defaults
 from doom_a3c.summaries import RunLog
 from doom_a3c.worker import SharedState, Worker
 
+KIND_NAMES = {"doom": "a ViZDoom scenario", "atari": "an Atari game", "vector": "a vector-observation env"}
 RUN_FILES = ("checkpoint", CONFIG_FILE, "progress.csv", "learning_curve.png", "tensorboard")
 
 
@@ -74,14 +78,15 @@ class Trainer:
         if cfg.resume:
             self.resume_prefix = resolve_prefix(cfg.model_dir)
             saved, saved_actions, self.saved_counters = read_checkpoint_identity(self.resume_prefix)
-            if "scenario" in self.explicit and resolve_scenario(cfg.scenario).name != resolve_scenario(saved.scenario).name:
-                raise CheckpointError(f"{self.resume_prefix} was trained on {saved.scenario}, not {cfg.scenario}; "
-                                      f"use another --model-dir for a new scenario")
+            if "scenario" in self.explicit and scenario_name(cfg.scenario) != scenario_name(saved.scenario):
+                saved_kind, kind = environment_kind(saved.scenario), environment_kind(cfg.scenario)
+                kinds = f" ({KIND_NAMES[saved_kind]} vs {KIND_NAMES[kind]})" if saved_kind != kind else ""
+                raise CheckpointError(f"{self.resume_prefix} was trained on {saved.scenario}, not {cfg.scenario}"
+                                      f"{kinds}; use another --model-dir for a new scenario")
             self.saved_actions = saved_actions
         else:
             # A typo must not move the previous run away: check what can be checked first.
-            resolve_scenario(cfg.scenario, cfg.model_dir)
-            check_screen_resolution(cfg.screen_resolution)
+            check_environment(cfg)
             archived = archive_previous_run(cfg.model_dir)
             if archived:
                 print(f"note: the previous run in {cfg.model_dir} was moved to {archived}", file=sys.stderr)
@@ -96,11 +101,11 @@ class Trainer:
                       for w in range(self.workers_count)]
         self.envs = [env for group in env_groups for env in group]
         num_actions = env_groups[0][0].num_actions
+        observation_shape = observation_shape_of(env_groups[0][0])
         if self.resume_prefix and num_actions != self.saved_actions:
             raise CheckpointError(f"{self.resume_prefix} has {self.saved_actions} actions but {cfg.scenario} "
                                   f"has {num_actions}; it was made for another scenario or action set")
-        self.global_net = ActorCritic(num_actions, cfg.lstm_size, seed=cfg.seed, name="global", frame_norm=cfg.frame_norm)
-        self.global_net.build_variables(OBSERVATION_SHAPE)
+        self.global_net = build_actor_critic(cfg, num_actions, observation_shape, name="global")
         self.optimizer = build_optimizer(cfg)
         # Keras builds optimizer slots lazily; threads racing into that build corrupt it.
         self.optimizer.build(self.global_net.trainable_variables)
@@ -116,17 +121,18 @@ class Trainer:
         self.episodes = int(self.counters.episodes.numpy())
         self.wall_offset = float(self.counters.wall_seconds.numpy())
         scale = reward_scale_for(cfg)
+        exploring = cfg.epsilon_start > 0 or cfg.epsilon_end > 0
+        finals = worker_epsilons(self.workers_count, cfg.epsilon_start, cfg.epsilon_end, cfg.epsilon_spread)
         self.workers = []
         for w, group in enumerate(env_groups):
             # Local copies are built here, in the main thread: Keras keeps some per-thread global state.
-            local = ActorCritic(num_actions, cfg.lstm_size, seed=cfg.seed, name=f"worker_{w}",
-                                frame_norm=cfg.frame_norm)
-            local.build_variables(OBSERVATION_SHAPE)
+            local = build_actor_critic(cfg, num_actions, observation_shape, name=f"worker_{w}")
+            epsilon = EpsilonSchedule(cfg.epsilon_start, float(finals[w]), cfg.epsilon_decay_steps) if exploring else None
             self.workers.append(Worker(w, cfg, group, local, self.shared, scale, seed=cfg.seed + w,
-                                       record_every=cfg.gif_every if w == 0 else 0))
+                                       record_every=cfg.gif_every if w == 0 else 0,
+                                       clip_rewards=clips_rewards(cfg), epsilon=epsilon))
         self.log = RunLog(cfg.model_dir, cfg, resumed_episodes=self.episodes if self.resume_prefix else None)
-        frame_skip = cfg.frame_skip or resolve_scenario(cfg.scenario, cfg.model_dir).frame_skip
-        self.seconds_per_frame = frame_skip / DOOM_TICS_PER_SECOND
+        self.seconds_per_frame = seconds_per_step(cfg, env_groups[0][0])
 
     # ---- the loop --------------------------------------------------------------------------------
     def run(self) -> int:
@@ -204,6 +210,7 @@ class Trainer:
             if result.frames:
                 path = os.path.join(self.config.frames_dir, f"episode_{self.episodes:06d}.gif")
                 write_gif(path, result.frames, self.seconds_per_frame)
+        self.log.summarise_episodes(self.shared.env_steps)
 
     def _report(self, steps_per_second: float) -> None:
         metrics = list(self.shared.latest_metrics.values())
@@ -214,6 +221,7 @@ class Trainer:
                            "Losses/Entropy": mean("entropy"), "Losses/Grad Norm": mean("grad_norm"),
                            "Losses/Var Norm": mean("var_norm")})
         values["Losses/Skipped non-finite updates"] = self.shared.skipped_updates
+        values["Perf/Learning Rate"] = float(self.optimizer.learning_rate.numpy())
         self.log.scalars(self.shared.env_steps, values)
         self.log.flush()
         elapsed = self.wall_seconds()
@@ -240,7 +248,17 @@ class Trainer:
 
 
 def train(config: TrainConfig, explicit: set[str] | None = None) -> int:
+    """`explicit`: the flags given on the command line (None: every field that differs from its default).
+    A fresh run takes the scenario preset's tuned defaults for all the others."""
+    if explicit is None:
+        explicit = {f.name for f in dataclasses.fields(TrainConfig) if getattr(config, f.name) != f.default}
     try:
+        if not config.resume:
+            preset = with_preset_defaults(config, explicit)
+            changed = {k: v for k, v in dataclasses.asdict(preset).items() if repr(getattr(config, k)) != repr(v)}
+            if changed:
+                print(f"preset for {config.scenario}: " + ", ".join(f"{k}={v}" for k, v in changed.items()), flush=True)
+            config = preset
         return Trainer(config.validate(), explicit).run()
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)

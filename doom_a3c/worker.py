@@ -16,9 +16,12 @@ import tensorflow as tf
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs import Environment
+from doom_a3c.exploration import EpsilonSchedule, apply_epsilon
+from doom_a3c.gradients import process_gradients
 from doom_a3c.losses import a3c_loss
 from doom_a3c.network import ActorCritic, LSTMState
-from doom_a3c.returns import discounted_returns, generalized_advantages
+from doom_a3c.returns import discounted_returns, generalized_advantages, n_step_targets
+from doom_a3c.schedules import annealed_learning_rate
 
 
 class Rollout(NamedTuple):
@@ -78,9 +81,12 @@ class SharedState:
 
 class Worker:
     def __init__(self, index: int, config: TrainConfig, envs: list[Environment], local_net: ActorCritic,
-                 shared: SharedState, reward_scale: float, seed: int, record_every: int = 0):
+                 shared: SharedState, reward_scale: float, seed: int, record_every: int = 0,
+                 clip_rewards: bool = False, epsilon: EpsilonSchedule | None = None):
         self.index = index
         self.config = config
+        self.clip_rewards = clip_rewards  # learning rewards only: episodes report the true score
+        self.epsilon = epsilon  # None: act on the policy alone
         self.envs = envs
         self.local_net = local_net
         self.shared = shared
@@ -113,13 +119,16 @@ class Worker:
             terms = a3c_loss(out.logits, out.values, actions, returns, advantages,
                              self.config.value_coef, self.config.policy_coef, self.config.entropy_coef)
         grads = tape.gradient(terms.total, variables)
-        clipped, grad_norm = tf.clip_by_global_norm(grads, self.config.clip_norm)
+        bound = self.config.clip_norm if self.config.gradient_mode == "clip" else self.config.normalize_norm
+        clipped, grad_norm = process_gradients(grads, self.config.gradient_mode, bound)
         steps = tf.cast(tf.shape(actions)[0], tf.float32)
         metrics = (terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
                    tf.linalg.global_norm(variables))
         return clipped, metrics, tf.math.is_finite(grad_norm) & tf.math.is_finite(terms.total)
 
-    def _apply_graph(self, grads):
+    def _apply_graph(self, grads, learning_rate):
+        # Set on every update: annealing moves it, and a resumed run's --learning-rate must beat the restored one.
+        self.shared.optimizer.learning_rate.assign(learning_rate)
         self.shared.optimizer.apply_gradients(zip(grads, self.shared.global_net.trainable_variables))
 
     def _sync_graph(self):
@@ -139,11 +148,14 @@ class Worker:
         probs = np.exp(logits - logits.max(axis=1, keepdims=True))
         cumulative = np.cumsum(probs, axis=1)
         draws = self.rng.random((len(logits), 1)) * cumulative[:, -1:]
-        return np.minimum((cumulative < draws).sum(axis=1), logits.shape[1] - 1).astype(np.int32)
+        actions = np.minimum((cumulative < draws).sum(axis=1), logits.shape[1] - 1).astype(np.int32)
+        if self.epsilon is not None:  # seed 003: epsilon-greedy on top of the sampled policy
+            actions = apply_epsilon(actions, logits.shape[1], self.epsilon.at(self.shared.env_steps), self.rng)
+        return actions
 
     def collect_rollout(self, steps: int) -> Rollout:
         batch = len(self.envs)
-        observations = np.empty((steps, batch, *self._observations.shape[1:]), np.uint8)
+        observations = np.empty((steps, batch, *self._observations.shape[1:]), self._observations.dtype)
         actions = np.empty((steps, batch), np.int32)
         rewards = np.empty((steps, batch), np.float32)
         dones = np.empty((steps, batch), np.float32)
@@ -158,8 +170,8 @@ class Worker:
             for b, env in enumerate(self.envs):
                 result = env.step(int(chosen[b]))
                 rewards[t, b], dones[t, b] = result.reward * self.reward_scale, result.done
-                self._track_episode(b, result.reward, float(values[t, b]), result.done)
-                if result.done:
+                self._track_episode(b, result.reward, float(values[t, b]), result.game_over)  # true scores: whole games
+                if result.game_over:
                     self._observations[b] = env.reset()
                     if b == 0:
                         self._frames = self._maybe_start_recording()
@@ -188,15 +200,25 @@ class Worker:
     # ---- learning --------------------------------------------------------------------------------
     def learn(self, rollout: Rollout) -> TrainMetrics:
         cfg = self.config
-        returns = discounted_returns(rollout.rewards, rollout.dones, rollout.bootstrap_values, cfg.gamma)
-        advantages = generalized_advantages(rollout.rewards, rollout.values, rollout.dones,
-                                            rollout.bootstrap_values, cfg.gamma, cfg.gae_lambda)
+        rewards = np.clip(rollout.rewards, -1.0, 1.0) if self.clip_rewards else rollout.rewards  # [T, B]
+        if cfg.advantage == "nstep":
+            # The n-step target is both the critic's target and, minus V(s_t), the actor's advantage.
+            returns = n_step_targets(rewards, rollout.values, rollout.dones, rollout.bootstrap_values, cfg.gamma,
+                                     cfg.n_step, cfg.n_step_variant)
+            advantages = returns - rollout.values
+        else:
+            returns = discounted_returns(rewards, rollout.dones, rollout.bootstrap_values, cfg.gamma)
+            advantages = generalized_advantages(rewards, rollout.values, rollout.dones,
+                                                rollout.bootstrap_values, cfg.gamma, cfg.gae_lambda)
         grads, metrics, finite = self._gradients(rollout.observations, rollout.actions, rollout.starts,
                                                  rollout.initial_state.h, rollout.initial_state.c, returns, advantages)
         applied = bool(finite)
         if applied:  # a NaN/Inf gradient must never reach the global weights
+            learning_rate = cfg.learning_rate
+            if cfg.lr_schedule == "linear":
+                learning_rate = annealed_learning_rate(cfg.learning_rate, self.shared.env_steps, cfg.max_steps)
             with self.shared.apply_lock:
-                self._apply(grads)
+                self._apply(grads, tf.constant(learning_rate, tf.float32))
         with self.shared.lock:
             self.shared.updates += 1
             self.shared.skipped_updates += 0 if applied else 1

@@ -210,7 +210,7 @@ def test_a_time_limit_ends_the_game():
     ("Pong-v5", "did you mean 'ALE/Pong-v5'"),
     ("cartpole-v1", "did you mean 'CartPole-v1'"),
     ("basic.wad", "e.g. ALE/Pong-v5"),
-    ("Pendulum-v1", "Pendulum-v1 has a continuous action space; only discrete actions are supported"),
+    ("Pendulum-v1", "Pendulum-v1 has a continuous action space; only discrete actions are supported. Supported: "),
     ("FrozenLake-v1", "FrozenLake-v1 observes Discrete(16), which the network cannot take"),
 ])
 def test_bad_ids_raise_one_helpful_config_error(env_id, expected):
