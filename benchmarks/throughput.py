@@ -1,0 +1,131 @@
+#!/usr/bin/env python
+"""Training throughput of each trainer mode on one scenario, measured one after another in one run.
+
+    python benchmarks/throughput.py [--minutes 1.5] [--modes a3c-e1 a3c-batched] [-- extra train.py flags]
+
+Each mode is a real `train.py` run (learning included) in a temporary folder. Reported per mode:
+environment steps per second and game frames per second (steps x frame skip) after a warm-up that
+excludes start-up and tf.function tracing, the ratio to the first mode, and memory: the resident size
+of the trainer plus its game processes, early in the run (at 25% of it), at its peak and at the end
+(growth = end / early - 1: a leak shows as growth that keeps rising with --minutes).
+Only ratios measured in the same run mean much on a shared machine.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from doom_a3c.summaries import read_progress  # noqa: E402
+
+# name -> train.py flags. The batched mode is the default configuration (no flags).
+MODES = {
+    "a3c-e1": ["--envs-per-worker", "1", "--env-threads", "1"],
+    "a3c-batched": [],
+}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid:
+            found.append(int(entry))
+    return found
+
+
+def _rss_mib(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def tree_rss_mib(pid: int) -> float:
+    """Resident size of a process and its children (the ViZDoom engines run as child processes)."""
+    return _rss_mib(pid) + sum(_rss_mib(child) for child in _children(pid))
+
+
+def steps_per_second(rows: list[dict[str, float]], warmup_s: float) -> float:
+    """Rate between the first episode that ends after the warm-up and the last one."""
+    after = [r for r in rows if r["wall_s"] >= warmup_s]
+    if len(after) < 2 or after[-1]["wall_s"] <= after[0]["wall_s"]:
+        return float("nan")
+    return (after[-1]["env_steps"] - after[0]["env_steps"]) / (after[-1]["wall_s"] - after[0]["wall_s"])
+
+
+def run_mode(name: str, flags: list[str], args: argparse.Namespace, extra: list[str], out: str) -> dict:
+    run_dir = os.path.join(out, name)
+    command = [sys.executable, os.path.join(ROOT, "train.py"), "--scenario", args.scenario,
+               "--max-minutes", str(args.minutes), "--model-dir", run_dir, "--frames-dir",
+               os.path.join(run_dir, "frames"), "--gif-every", "0", "--log-every-seconds", "30", *flags, *extra]
+    print("$", " ".join(command), flush=True)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    start = time.time()
+    samples: list[tuple[float, float]] = []
+    while process.poll() is None:
+        samples.append((time.time() - start, tree_rss_mib(process.pid)))
+        time.sleep(1.0)
+    if process.returncode != 0:
+        raise SystemExit(f"error: mode {name} exited with {process.returncode}")
+    with open(os.path.join(run_dir, "config.json")) as handle:
+        config = json.load(handle)
+    frame_skip = config.get("frame_skip") or 4
+    rate = steps_per_second(read_progress(os.path.join(run_dir, "progress.csv")), args.warmup)
+    live = [m for t, m in samples if m > 0]
+    total = samples[-1][0] if samples else 0.0
+    early = [m for t, m in samples if t >= 0.25 * total and m > 0]
+    return {"mode": name, "steps_per_s": rate, "frames_per_s": rate * frame_skip,
+            "rss_early_mib": early[0] if early else float("nan"), "rss_peak_mib": max(live, default=float("nan")),
+            "rss_end_mib": live[-1] if live else float("nan")}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=1.5, help="training time per mode")
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds left out of the rate (start-up, tracing)")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--scenario", default="basic.wad")
+    parser.add_argument("--repeats", type=int, default=1, help="run the list of modes this many times; medians reported")
+    args, extra = parser.parse_known_args()
+    extra = [e for e in extra if e != "--"]
+    out = tempfile.mkdtemp(prefix="throughput_")
+    results: dict[str, list[dict]] = {name: [] for name in args.modes}
+    for repeat in range(args.repeats):
+        for name in args.modes:
+            results[name].append(run_mode(name, MODES[name], args, extra, os.path.join(out, f"r{repeat}")))
+    median = {name: {key: statistics.median(r[key] for r in runs) for key in runs[0] if key != "mode"}
+              for name, runs in results.items()}
+    base = median[args.modes[0]]["steps_per_s"]
+    print(f"\n{args.scenario}, {args.minutes:g} min per mode, {args.repeats} repeat(s), medians; "
+          f"{os.cpu_count()} CPU cores")
+    print(f"{'mode':<14}{'env steps/s':>12}{'frames/s':>10}{'ratio':>7}{'RSS early':>11}{'peak':>8}{'end':>8}{'growth':>8}")
+    for name in args.modes:
+        m = median[name]
+        growth = m["rss_end_mib"] / m["rss_early_mib"] - 1
+        print(f"{name:<14}{m['steps_per_s']:>12.0f}{m['frames_per_s']:>10.0f}{m['steps_per_s'] / base:>7.2f}"
+              f"{m['rss_early_mib']:>9.0f}Mi{m['rss_peak_mib']:>6.0f}Mi{m['rss_end_mib']:>6.0f}Mi{growth:>+8.1%}")
+    print(f"outputs: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
