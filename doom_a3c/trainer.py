@@ -202,7 +202,9 @@ class Trainer:
         return self.wall_offset + time.time() - self.start_time
 
     def _drain_episodes(self) -> None:
-        while not self.shared.episodes.empty():
+        # Only what is queued now: CartPole's workers can end episodes faster than they are logged, and an
+        # open-ended drain then never returned to the stop checks.
+        for _ in range(self.shared.episodes.qsize()):
             result = self.shared.episodes.get_nowait()
             self.episodes += 1
             self.log.episode(self.wall_seconds(), self.shared.env_steps, self.episodes, result.worker,

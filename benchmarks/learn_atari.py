@@ -1,0 +1,72 @@
+#!/usr/bin/env python
+"""How does train.py learn an Atari game? Trains once for a time budget and reports the curve.
+
+    python benchmarks/learn_atari.py --game Pong --minutes 120 [--seed 0] [-- extra train.py flags]
+
+The game is `ALE/<Game>-v5` (sticky actions, repeat_action_probability 0.25) unless --env-id names
+another id. Scores are the true game scores from progress.csv (whole games, unclipped). Prints the
+curve as mean-10 score against environment steps (agent steps; x4 for emulator frames) and wall
+time, then the best mean-10 and when it was first reached.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from doom_a3c.summaries import read_progress  # noqa: E402
+
+
+def mean_curve(rows: list[dict[str, float]], window: int = 10) -> list[tuple[float, int, float]]:
+    """(wall_s, env_steps, mean of the last `window` scores) at every episode from the window-th on."""
+    rewards = [r["reward"] for r in rows]
+    return [(rows[i]["wall_s"], int(rows[i]["env_steps"]), sum(rewards[i - window + 1: i + 1]) / window)
+            for i in range(window - 1, len(rows))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--game", default="Pong", help="ALE game name: Pong, Breakout, SpaceInvaders, ...")
+    parser.add_argument("--env-id", default=None, help="full gymnasium id instead (default ALE/<game>-v5)")
+    parser.add_argument("--minutes", type=float, required=True, help="training time budget")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--points", type=int, default=20, help="rows of the printed curve")
+    parser.add_argument("--out", default=None, help="run folder (default: a temporary folder)")
+    args, extra = parser.parse_known_args()
+    extra = [e for e in extra if e != "--"]
+    env_id = args.env_id or f"ALE/{args.game}-v5"
+    out = args.out or tempfile.mkdtemp(prefix=f"learn_{args.game.lower()}_")
+    command = [sys.executable, os.path.join(ROOT, "train.py"), "--scenario", env_id, "--seed", str(args.seed),
+               "--max-minutes", str(args.minutes), "--model-dir", out, "--frames-dir", os.path.join(out, "frames"),
+               "--log-every-seconds", "60", *extra]
+    print("$", " ".join(command), flush=True)
+    started = time.time()
+    proc = subprocess.run(command, stdout=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        print(f"train.py exited with {proc.returncode}", file=sys.stderr)
+        return proc.returncode
+    rows = read_progress(os.path.join(out, "progress.csv"))
+    print(f"{env_id}: {len(rows)} games in {time.time() - started:.0f} s "
+          f"({int(rows[-1]['env_steps']) if rows else 0:,} agent steps)")
+    curve = mean_curve(rows)
+    if not curve:
+        print("fewer than 10 games finished: no mean-10 yet")
+        return 0
+    print(f"{'minutes':>8} {'agent steps':>12} {'mean-10 score':>14}")
+    stride = max(1, len(curve) // args.points)
+    for wall, steps, mean in curve[::stride] + ([curve[-1]] if (len(curve) - 1) % stride else []):
+        print(f"{wall / 60:8.1f} {steps:12,} {mean:14.1f}")
+    best = max(curve, key=lambda point: point[2])
+    print(f"best mean-10 {best[2]:.1f}, first reached at {best[0] / 60:.1f} min ({best[1]:,} agent steps); "
+          f"outputs in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
