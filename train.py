@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Train an A3C agent from pixels: `python train.py --scenario basic.wad`."""
+"""Train an A3C agent on any of three kinds of environment: `python train.py --scenario basic.wad` (ViZDoom),
+`--scenario ALE/Pong-v5` (Atari, any ALE id) or `--scenario CartPole-v1` (gymnasium, vector observations)."""
 import sys
 
 
