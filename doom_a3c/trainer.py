@@ -174,8 +174,8 @@ class Trainer:
             self.save()
             self.log.plot_curve()
             self.log.close()
-            for env in self.envs:
-                env.close()
+            for worker in self.workers:
+                worker.close()
         if self.shared.errors:
             error = self.shared.errors[0]
             print(f"error: worker failed: {type(error).__name__}: {error} (final checkpoint saved in "

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from doom_a3c.config import TrainConfig
+from doom_a3c.env_batch import EnvBatch
 from doom_a3c.envs import Environment
 from doom_a3c.exploration import EpsilonSchedule, apply_epsilon
 from doom_a3c.gradients import process_gradients
@@ -87,14 +88,14 @@ class Worker:
         self.config = config
         self.clip_rewards = clip_rewards  # learning rewards only: episodes report the true score
         self.epsilon = epsilon  # None: act on the policy alone
-        self.envs = envs
         self.local_net = local_net
         self.shared = shared
         self.reward_scale = reward_scale
         self.record_every = record_every
         self.rng = np.random.default_rng(seed)
+        self.envs = EnvBatch(envs, threads=config.env_threads)
         batch = len(envs)
-        self._observations = np.stack([env.reset() for env in envs])  # [B, *obs]
+        self._observations = self.envs.reset()  # [B, *obs]
         self._state = local_net.initial_state(batch)
         self._starts = np.ones(batch, np.float32)
         self._episode_reward = np.zeros(batch)
@@ -141,7 +142,7 @@ class Worker:
 
     def _maybe_start_recording(self) -> list[np.ndarray] | None:
         if self.record_every and self._recorded_episodes % self.record_every == 0:
-            return [self.envs[0].screen().copy()]
+            return [self.envs.screen(0).copy()]
         return None
 
     def _sample(self, logits: np.ndarray) -> np.ndarray:
@@ -167,35 +168,31 @@ class Worker:
             self._state = LSTMState(h, c)
             chosen = self._sample(logits.numpy())
             observations[t], actions[t], starts[t], values[t] = self._observations, chosen, self._starts, step_values
-            for b, env in enumerate(self.envs):
-                result = env.step(int(chosen[b]))
-                rewards[t, b], dones[t, b] = result.reward * self.reward_scale, result.done
-                self._track_episode(b, result.reward, float(values[t, b]), result.game_over)  # true scores: whole games
-                if result.game_over:
-                    self._observations[b] = env.reset()
-                    if b == 0:
-                        self._frames = self._maybe_start_recording()
-                else:
-                    self._observations[b] = result.observation
-                    if b == 0 and self._frames is not None:
-                        self._frames.append(env.screen().copy())
+            result = self.envs.step(chosen)
+            rewards[t], dones[t] = result.rewards * self.reward_scale, result.dones
+            self._track_episodes(result.rewards, values[t], result.game_overs)  # true scores: whole games
+            if self._frames is not None and not result.game_overs[0]:
+                self._frames.append(self.envs.screen(0).copy())
+            self._observations = result.observations
             self._starts = dones[t].copy()
         self.shared.add_steps(steps * batch)
         _, bootstrap, _, _ = self._act(self._observations, self._state.h, self._state.c, self._starts)
         return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap.numpy())
 
-    def _track_episode(self, b: int, reward: float, value: float, done: bool) -> None:
-        self._episode_reward[b] += reward
-        self._episode_length[b] += 1
-        self._episode_value_sum[b] += value
-        if not done:
-            return
-        frames = self._frames if b == 0 else None
-        self.shared.episodes.put(EpisodeResult(self.index, float(self._episode_reward[b]), int(self._episode_length[b]),
-                                               float(self._episode_value_sum[b] / self._episode_length[b]), frames))
-        self._episode_reward[b] = self._episode_length[b] = self._episode_value_sum[b] = 0
-        if b == 0:
-            self._recorded_episodes += 1
+    def _track_episodes(self, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray) -> None:
+        self._episode_reward += rewards
+        self._episode_length += 1
+        self._episode_value_sum += values
+        for b in np.flatnonzero(dones):
+            recorded = b == 0 and self._frames is not None
+            self.shared.episodes.put(EpisodeResult(
+                self.index, float(self._episode_reward[b]), int(self._episode_length[b]),
+                float(self._episode_value_sum[b] / self._episode_length[b]), self._frames if recorded else None))
+            self._episode_reward[b] = self._episode_length[b] = self._episode_value_sum[b] = 0
+            if b == 0:
+                self._recorded_episodes += 1
+                # The game has already been reset: the new episode's first screen is on display.
+                self._frames = self._maybe_start_recording()
 
     # ---- learning --------------------------------------------------------------------------------
     def learn(self, rollout: Rollout) -> TrainMetrics:
@@ -234,4 +231,7 @@ class Worker:
                 self.shared.latest_metrics[self.index] = self.learn(rollout)
         except BaseException as error:  # noqa: BLE001 - reported by the coordinator
             self.shared.fail(error)
+
+    def close(self) -> None:
+        self.envs.close()
 
