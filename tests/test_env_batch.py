@@ -1,0 +1,83 @@
+"""EnvBatch: stepping a worker's games together, from one thread or several, with automatic resets."""
+import numpy as np
+import pytest
+
+from doom_a3c.env_batch import EnvBatch
+from doom_a3c.envs import StepResult
+
+
+class CountingEnv:
+    """Observation = [env id, step in episode]; reward = the action; the episode ends after `length` steps."""
+
+    num_actions = 3
+    action_names = ["a", "b", "c"]
+
+    def __init__(self, ident, length, fail_at=None):
+        self.ident, self.length, self.fail_at = ident, length, fail_at
+        self.resets = 0
+        self.total_steps = 0
+
+    def reset(self):
+        self.t = 0
+        self.resets += 1
+        return np.array([self.ident, 0], np.uint8)
+
+    def step(self, action):
+        self.total_steps += 1
+        if self.fail_at is not None and self.total_steps >= self.fail_at:
+            raise RuntimeError(f"engine {self.ident} died")
+        self.t += 1
+        return StepResult(np.array([self.ident, self.t], np.uint8), float(action), self.t >= self.length)
+
+    def screen(self):
+        return np.full((2, 2, 3), self.ident, np.uint8)
+
+    def close(self):
+        pass
+
+
+def run(threads, steps=7):
+    batch = EnvBatch([CountingEnv(i, length=2 + i) for i in range(5)], threads=threads)
+    first = batch.reset()
+    results = [batch.step(np.arange(5) % 3) for _ in range(steps)]
+    batch.close()
+    return first, results, batch
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_threads_give_the_same_results_as_a_plain_loop(threads):
+    first, expected, _ = run(1)
+    first_t, got, _ = run(threads)
+    np.testing.assert_array_equal(first, first_t)
+    for a, b in zip(expected, got):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_an_ended_game_is_reset_and_its_first_observation_returned():
+    _, results, batch = run(2, steps=3)
+    # env i ends every 2 + i steps: the second step ends env 0, the third ends env 1.
+    assert results[1].dones.tolist() == [True, False, False, False, False]
+    np.testing.assert_array_equal(results[1].observations[0], [0, 0])  # a fresh episode of env 0
+    np.testing.assert_array_equal(results[1].observations[1], [1, 2])  # env 1 goes on
+    assert results[2].dones.tolist() == [False, True, False, False, False]
+    assert batch.envs[0].resets == 2 and batch.envs[4].resets == 1
+    np.testing.assert_array_equal(results[0].rewards, [0, 1, 2, 0, 1])
+
+
+def test_returned_arrays_are_copies_not_views_of_the_next_step():
+    batch = EnvBatch([CountingEnv(i, length=10) for i in range(2)], threads=2)
+    batch.reset()
+    one = batch.step(np.zeros(2, int))
+    batch.step(np.zeros(2, int))
+    np.testing.assert_array_equal(one.observations[:, 1], [1, 1])
+    batch.close()
+
+
+def test_a_game_error_reaches_the_caller_from_a_pool_thread():
+    batch = EnvBatch([CountingEnv(0, 5), CountingEnv(1, 5, fail_at=2)], threads=2)
+    batch.reset()
+    batch.step(np.zeros(2, int))
+    with pytest.raises(RuntimeError, match="engine 1 died"):
+        batch.step(np.zeros(2, int))
+    batch.close()
