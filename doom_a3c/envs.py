@@ -75,6 +75,7 @@ class DoomEnvironment:
     def __init__(self, scenario: Scenario, frame_skip: int, resolution: str = "RES_160X120", seed: int = 0):
         import vizdoom as vzd
 
+        self._vzd = vzd
         self._game = vzd.DoomGame()
         try:
             self._game.load_config(scenario.cfg_path)
@@ -85,6 +86,13 @@ class DoomEnvironment:
         self._game.set_window_visible(False)
         self._game.set_mode(vzd.Mode.PLAYER)
         self._game.set_seed(seed % (2**31))
+        if scenario.game_args:
+            self._game.add_game_args(scenario.game_args)
+        self._frag_reward = scenario.frag_reward
+        if self._frag_reward:
+            self._game.add_available_game_variable(vzd.GameVariable.FRAGCOUNT)
+        self._bots = scenario.bots
+        self._frags = 0.0
         try:
             self._game.init()
         except Exception as error:
@@ -108,12 +116,21 @@ class DoomEnvironment:
 
     def reset(self) -> np.ndarray:
         self._game.new_episode()
+        for _ in range(self._bots):
+            self._game.send_game_command("addbot")
+        self._frags = 0.0
         return self._observe()
 
     def step(self, action: int) -> StepResult:
         reward = self._game.make_action(self._actions[action], self._frame_skip)
+        if self._frag_reward:
+            frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT)
+            reward += self._frag_reward * (frags - self._frags)
+            self._frags = frags
         if self._game.is_episode_finished():
             return StepResult(np.zeros(OBSERVATION_SHAPE, np.uint8), float(reward), True)
+        if self._game.is_player_dead():  # deathmatch maps: the episode goes on after a death
+            self._game.respawn_player()
         return StepResult(self._observe(), float(reward), False)
 
     def screen(self) -> np.ndarray:

@@ -46,6 +46,11 @@ class Scenario:
     description: str = ""
     # Fractions of the screen cut off (top, bottom, left, right) before downsampling to 84x84.
     crop: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    # Multiplayer maps (cig) only start as a host: extra engine arguments, bots added at each episode start,
+    # and a reward per frag (their cfg defines no reward at all).
+    game_args: str = ""
+    bots: int = 0
+    frag_reward: float = 0.0
 
 
 def shipped_scenarios_dir() -> str:
@@ -123,6 +128,9 @@ def resolve_scenario(value: str, cache_dir: str = "models") -> Scenario:
         actions=preset.get("actions"),
         description=preset.get("description", ""),
         crop=tuple(preset.get("crop", (0.0, 0.0, 0.0, 0.0))),
+        game_args=str(preset.get("game_args", "")),
+        bots=int(preset.get("bots", 0)),
+        frag_reward=float(preset.get("frag_reward", 0.0)),
     )
 
 

@@ -5,6 +5,7 @@ import math
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from doom_a3c.config import ConfigError, TrainConfig, build_parser, config_from_args, explicit_fields
@@ -222,5 +223,27 @@ def test_environment_observation_uses_the_preset_crop(tmp_path, monkeypatch):
         assert not (obs == preprocess_frame(screen)).all()
         result = env.step(2)
         assert (result.observation == preprocess_frame(env.screen(), scenario.crop)).all()
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("name", shipped_scenario_names())
+def test_every_shipped_scenario_starts_and_steps(name, tmp_path, monkeypatch):
+    """Every single-player scenario ViZDoom ships runs with its preset (or its cfg): actions, 84x84 frames, rewards."""
+    from doom_a3c.envs import DoomEnvironment
+
+    monkeypatch.chdir(tmp_path)
+    scenario = resolve_scenario(name, cache_dir=str(tmp_path))
+    env = DoomEnvironment(scenario, frame_skip=scenario.frame_skip)
+    try:
+        assert env.num_actions >= 2, env.action_names
+        assert env.reset().shape == (84, 84, 1)
+        for step in range(2 * env.num_actions):
+            result = env.step(step % env.num_actions)
+            assert isinstance(result.reward, float)
+            if result.done:
+                env.reset()
+            else:
+                assert result.observation.shape == (84, 84, 1) and result.observation.dtype == np.uint8
     finally:
         env.close()
