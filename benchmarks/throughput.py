@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Training throughput of each trainer mode on one scenario, measured one after another in one run.
 
-    python benchmarks/throughput.py [--minutes 1.5] [--modes a3c-e1 a3c-batched] [-- extra train.py flags]
+    python benchmarks/throughput.py [--minutes 1.5] [--modes a3c-e1 a3c-batched ga3c] [-- extra train.py flags]
 
 Each mode is a real `train.py` run (learning included) in a temporary folder. Reported per mode:
 environment steps per second and game frames per second (steps x frame skip) after a warm-up that
@@ -30,6 +30,7 @@ from doom_a3c.summaries import read_progress  # noqa: E402
 MODES = {
     "a3c-e1": ["--envs-per-worker", "1", "--env-threads", "1"],
     "a3c-batched": [],
+    "ga3c": ["--trainer", "ga3c"],
 }
 
 

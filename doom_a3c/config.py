@@ -42,6 +42,10 @@ class TrainConfig:
     envs_per_worker: int = _flag(4, "environments each worker steps with one batched forward pass")
     env_threads: int = _flag(2, "threads stepping each worker's games (ViZDoom releases the GIL while its engine runs)")
     seed: int = _flag(0, "base random seed; worker i uses seed + i")
+    trainer: str = _flag("a3c", "'a3c': each worker acts with its own local copy and applies its own gradients; "
+                         "'ga3c' (seed 003): --workers runner threads send observations to one predictor that acts "
+                         "for all games in one batch, and a trainer thread learns from batches of their rollouts",
+                         choices=["a3c", "ga3c"])
     # --- algorithm ---
     rollout: int = _flag(30, "environment steps per rollout before a gradient update")
     gamma: float = _flag(0.99, "discount factor")

@@ -22,6 +22,7 @@ from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.envs import (check_environment, clips_rewards, make_environment, observation_shape_of,
                            reward_scale_for, seconds_per_step)
 from doom_a3c.exploration import EpsilonSchedule, worker_epsilons
+from doom_a3c.ga3c import build_ga3c
 from doom_a3c.network import build_actor_critic
 from doom_a3c.recording import write_gif
 from doom_a3c.scenarios import environment_kind, scenario_name, with_preset_defaults
@@ -123,14 +124,19 @@ class Trainer:
         scale = reward_scale_for(cfg)
         exploring = cfg.epsilon_start > 0 or cfg.epsilon_end > 0
         finals = worker_epsilons(self.workers_count, cfg.epsilon_start, cfg.epsilon_end, cfg.epsilon_spread)
-        self.workers = []
-        for w, group in enumerate(env_groups):
-            # Local copies are built here, in the main thread: Keras keeps some per-thread global state.
-            local = build_actor_critic(cfg, num_actions, observation_shape, name=f"worker_{w}")
-            epsilon = EpsilonSchedule(cfg.epsilon_start, float(finals[w]), cfg.epsilon_decay_steps) if exploring else None
-            self.workers.append(Worker(w, cfg, group, local, self.shared, scale, seed=cfg.seed + w,
-                                       record_every=cfg.gif_every if w == 0 else 0,
-                                       clip_rewards=clips_rewards(cfg), epsilon=epsilon))
+        epsilons = [EpsilonSchedule(cfg.epsilon_start, float(final), cfg.epsilon_decay_steps) if exploring else None
+                    for final in finals]
+        # The thread bodies: A3C workers, or GA3C's runners, predictor and trainer.
+        if cfg.trainer == "ga3c":
+            self.workers = build_ga3c(cfg, env_groups, self.shared, scale, clips_rewards(cfg), epsilons)
+        else:
+            self.workers = []
+            for w, group in enumerate(env_groups):
+                # Local copies are built here, in the main thread: Keras keeps some per-thread global state.
+                local = build_actor_critic(cfg, num_actions, observation_shape, name=f"worker_{w}")
+                self.workers.append(Worker(w, cfg, group, local, self.shared, scale, seed=cfg.seed + w,
+                                           record_every=cfg.gif_every if w == 0 else 0,
+                                           clip_rewards=clips_rewards(cfg), epsilon=epsilons[w]))
         self.log = RunLog(cfg.model_dir, cfg, resumed_episodes=self.episodes if self.resume_prefix else None)
         self.seconds_per_frame = seconds_per_step(cfg, env_groups[0][0])
 
@@ -140,13 +146,14 @@ class Trainer:
         self._build()
         cfg = self.config
         self._install_signal_handlers()
-        threads = [threading.Thread(target=w.run, name=f"worker_{w.index}", daemon=True) for w in self.workers]
+        threads = [threading.Thread(target=w.run, name=f"{type(w).__name__}_{w.index}", daemon=True)
+                   for w in self.workers]
         self.start_time = time.time()
         last_save = last_log = last_plot = self.start_time
         last_log_steps = self.shared.env_steps
         episodes_at_save = self.episodes
         target = cfg.target_reward
-        print(f"training {cfg.scenario}: {self.workers_count} workers x {cfg.envs_per_worker} envs, "
+        print(f"training {cfg.scenario} ({cfg.trainer}): {self.workers_count} workers x {cfg.envs_per_worker} envs, "
               f"{self.global_net.num_actions} actions, outputs in {cfg.model_dir}/ and {cfg.frames_dir}/", flush=True)
         for thread in threads:
             thread.start()
@@ -222,6 +229,9 @@ class Trainer:
             values.update({"Losses/Value Loss": mean("value_loss"), "Losses/Policy Loss": mean("policy_loss"),
                            "Losses/Entropy": mean("entropy"), "Losses/Grad Norm": mean("grad_norm"),
                            "Losses/Var Norm": mean("var_norm")})
+        lags = [m.policy_lag for m in metrics if m.policy_lag is not None]
+        if lags:  # GA3C only: A3C's local copies train on their own fresh weights
+            values["Perf/Policy Lag"] = sum(lags) / len(lags)
         values["Losses/Skipped non-finite updates"] = self.shared.skipped_updates
         values["Perf/Learning Rate"] = float(self.optimizer.learning_rate.numpy())
         self.log.scalars(self.shared.env_steps, values)

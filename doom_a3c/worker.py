@@ -3,6 +3,10 @@
 Each cycle: sync the local copy from `global`, play `rollout` steps in every environment with one
 batched forward pass per step, compute returns and advantages, take the gradient of the local
 loss, clip it, and apply it to the global variables through the shared optimizer.
+
+`GameRunner` (games -> rollouts) and the learning functions (`learning_targets`, `loss_gradients`,
+`apply_to_global`, `record_update`) are shared with the GA3C trainer (doom_a3c/ga3c.py), which acts
+through a central predictor instead of a local copy.
 """
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ class TrainMetrics(NamedTuple):
     grad_norm: float
     var_norm: float
     applied: bool  # False when the gradient was not finite and was dropped
+    policy_lag: float | None = None  # GA3C: mean global updates between acting and training (A3C: None)
 
 
 @dataclass
@@ -80,15 +85,72 @@ class SharedState:
         self.stop.set()
 
 
-class Worker:
-    def __init__(self, index: int, config: TrainConfig, envs: list[Environment], local_net: ActorCritic,
-                 shared: SharedState, reward_scale: float, seed: int, record_every: int = 0,
-                 clip_rewards: bool = False, epsilon: EpsilonSchedule | None = None):
+def learning_targets(config: TrainConfig, rollout: Rollout, clip_rewards: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(returns, advantages), both [T, B], as --advantage asks; rewards clipped first if asked."""
+    cfg = config
+    rewards = np.clip(rollout.rewards, -1.0, 1.0) if clip_rewards else rollout.rewards  # [T, B]
+    if cfg.advantage == "nstep":
+        # The n-step target is both the critic's target and, minus V(s_t), the actor's advantage.
+        returns = n_step_targets(rewards, rollout.values, rollout.dones, rollout.bootstrap_values, cfg.gamma,
+                                 cfg.n_step, cfg.n_step_variant)
+        advantages = returns - rollout.values
+    else:
+        returns = discounted_returns(rewards, rollout.dones, rollout.bootstrap_values, cfg.gamma)
+        advantages = generalized_advantages(rewards, rollout.values, rollout.dones,
+                                            rollout.bootstrap_values, cfg.gamma, cfg.gae_lambda)
+    return returns, advantages
+
+
+def loss_gradients(net: ActorCritic, config: TrainConfig, observations, actions, starts, h, c, returns, advantages):
+    """Graph code (call it inside a tf.function): the processed gradient of the A3C loss of `net` on a
+    [T, B] rollout, the metrics (policy, value, entropy per step, grad norm, var norm) and whether it is finite."""
+    variables = net.trainable_variables
+    with tf.GradientTape() as tape:
+        out = net.unroll(observations, LSTMState(h, c), starts)
+        terms = a3c_loss(out.logits, out.values, actions, returns, advantages,
+                         config.value_coef, config.policy_coef, config.entropy_coef)
+    grads = tape.gradient(terms.total, variables)
+    bound = config.clip_norm if config.gradient_mode == "clip" else config.normalize_norm
+    clipped, grad_norm = process_gradients(grads, config.gradient_mode, bound)
+    steps = tf.cast(tf.shape(actions)[0], tf.float32)
+    metrics = (terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
+               tf.linalg.global_norm(variables))
+    return clipped, metrics, tf.math.is_finite(grad_norm) & tf.math.is_finite(terms.total)
+
+
+def apply_to_global(shared: "SharedState", grads, learning_rate) -> None:
+    """Graph code: one optimizer step on the global network."""
+    # Set on every update: annealing moves it, and a resumed run's --learning-rate must beat the restored one.
+    shared.optimizer.learning_rate.assign(learning_rate)
+    shared.optimizer.apply_gradients(zip(grads, shared.global_net.trainable_variables))
+
+
+def record_update(config: TrainConfig, shared: "SharedState", grads, finite: bool, apply) -> bool:
+    """Apply `grads` through the compiled `apply(grads, learning_rate)` under the shared lock, unless they are
+    not finite (a NaN/Inf gradient must never reach the global weights), and count the update either way."""
+    if finite:
+        learning_rate = config.learning_rate
+        if config.lr_schedule == "linear":
+            learning_rate = annealed_learning_rate(config.learning_rate, shared.env_steps, config.max_steps)
+        with shared.apply_lock:
+            apply(grads, tf.constant(learning_rate, tf.float32))
+    with shared.lock:
+        shared.updates += 1
+        shared.skipped_updates += 0 if finite else 1
+    return finite
+
+
+class GameRunner:
+    """Plays E games and turns them into rollouts: sampling (and epsilon), episode reports and GIFs.
+    Where the logits come from is the subclass's business: `_policy`, `_bootstrap`, `_rollout_start_state`."""
+
+    def __init__(self, index: int, config: TrainConfig, envs: list[Environment], shared: SharedState,
+                 reward_scale: float, seed: int, record_every: int = 0, clip_rewards: bool = False,
+                 epsilon: EpsilonSchedule | None = None):
         self.index = index
         self.config = config
         self.clip_rewards = clip_rewards  # learning rewards only: episodes report the true score
         self.epsilon = epsilon  # None: act on the policy alone
-        self.local_net = local_net
         self.shared = shared
         self.reward_scale = reward_scale
         self.record_every = record_every
@@ -96,50 +158,27 @@ class Worker:
         self.envs = EnvBatch(envs, threads=config.env_threads)
         batch = len(envs)
         self._observations = self.envs.reset()  # [B, *obs]
-        self._state = local_net.initial_state(batch)
         self._starts = np.ones(batch, np.float32)
         self._episode_reward = np.zeros(batch)
         self._episode_length = np.zeros(batch, np.int64)
         self._episode_value_sum = np.zeros(batch)
         self._recorded_episodes = 0  # episodes of environment 0, for GIF selection
         self._frames: list[np.ndarray] | None = self._maybe_start_recording()
-        self._act = tf.function(self._act_graph)
-        self._gradients = tf.function(self._gradients_graph)
-        self._apply = tf.function(self._apply_graph)
-        self._sync = tf.function(self._sync_graph)
 
-    # ---- compiled pieces -------------------------------------------------------------------------
-    def _act_graph(self, observations, h, c, starts):
-        out = self.local_net.step(observations, LSTMState(h, c), starts)
-        return out.logits, out.values, out.state.h, out.state.c
+    # ---- the policy (subclasses) -----------------------------------------------------------------
+    def _rollout_start_state(self) -> LSTMState:
+        """The LSTM state [B, L] each (NumPy) that the next `_policy` call starts from."""
+        raise NotImplementedError
 
-    def _gradients_graph(self, observations, actions, starts, h, c, returns, advantages):
-        variables = self.local_net.trainable_variables
-        with tf.GradientTape() as tape:
-            out = self.local_net.unroll(observations, LSTMState(h, c), starts)
-            terms = a3c_loss(out.logits, out.values, actions, returns, advantages,
-                             self.config.value_coef, self.config.policy_coef, self.config.entropy_coef)
-        grads = tape.gradient(terms.total, variables)
-        bound = self.config.clip_norm if self.config.gradient_mode == "clip" else self.config.normalize_norm
-        clipped, grad_norm = process_gradients(grads, self.config.gradient_mode, bound)
-        steps = tf.cast(tf.shape(actions)[0], tf.float32)
-        metrics = (terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
-                   tf.linalg.global_norm(variables))
-        return clipped, metrics, tf.math.is_finite(grad_norm) & tf.math.is_finite(terms.total)
+    def _policy(self, observations: np.ndarray, starts: np.ndarray):
+        """logits [B, A] and values [B] for this step; advances the LSTM state."""
+        raise NotImplementedError
 
-    def _apply_graph(self, grads, learning_rate):
-        # Set on every update: annealing moves it, and a resumed run's --learning-rate must beat the restored one.
-        self.shared.optimizer.learning_rate.assign(learning_rate)
-        self.shared.optimizer.apply_gradients(zip(grads, self.shared.global_net.trainable_variables))
-
-    def _sync_graph(self):
-        for local, source in zip(self.local_net.trainable_variables, self.shared.global_net.trainable_variables):
-            local.assign(source)
+    def _bootstrap(self, observations: np.ndarray, starts: np.ndarray):
+        """values [B] of the observations after the rollout; leaves the LSTM state alone."""
+        raise NotImplementedError
 
     # ---- acting ----------------------------------------------------------------------------------
-    def sync(self) -> None:
-        self._sync()
-
     def _maybe_start_recording(self) -> list[np.ndarray] | None:
         if self.record_every and self._recorded_episodes % self.record_every == 0:
             return [self.envs.screen(0).copy()]
@@ -162,11 +201,10 @@ class Worker:
         dones = np.empty((steps, batch), np.float32)
         starts = np.empty((steps, batch), np.float32)
         values = np.empty((steps, batch), np.float32)
-        initial_state = LSTMState(self._state.h.numpy(), self._state.c.numpy())
+        initial_state = self._rollout_start_state()
         for t in range(steps):
-            logits, step_values, h, c = self._act(self._observations, self._state.h, self._state.c, self._starts)
-            self._state = LSTMState(h, c)
-            chosen = self._sample(logits.numpy())
+            logits, step_values = self._policy(self._observations, self._starts)
+            chosen = self._sample(logits)
             observations[t], actions[t], starts[t], values[t] = self._observations, chosen, self._starts, step_values
             result = self.envs.step(chosen)
             rewards[t], dones[t] = result.rewards * self.reward_scale, result.dones
@@ -176,8 +214,8 @@ class Worker:
             self._observations = result.observations
             self._starts = dones[t].copy()
         self.shared.add_steps(steps * batch)
-        _, bootstrap, _, _ = self._act(self._observations, self._state.h, self._state.c, self._starts)
-        return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap.numpy())
+        bootstrap = self._bootstrap(self._observations, self._starts)
+        return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap)
 
     def _track_episodes(self, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray) -> None:
         self._episode_reward += rewards
@@ -194,31 +232,61 @@ class Worker:
                 # The game has already been reset: the new episode's first screen is on display.
                 self._frames = self._maybe_start_recording()
 
+    def close(self) -> None:
+        self.envs.close()
+
+
+class Worker(GameRunner):
+    """A3C: acts with its own local copy (synced after each update) and applies its own gradients."""
+
+    def __init__(self, index: int, config: TrainConfig, envs: list[Environment], local_net: ActorCritic,
+                 shared: SharedState, reward_scale: float, seed: int, record_every: int = 0,
+                 clip_rewards: bool = False, epsilon: EpsilonSchedule | None = None):
+        super().__init__(index, config, envs, shared, reward_scale, seed, record_every, clip_rewards, epsilon)
+        self.local_net = local_net
+        self._state = local_net.initial_state(len(envs))
+        self._act = tf.function(self._act_graph)
+        self._gradients = tf.function(self._gradients_graph)
+        self._apply = tf.function(self._apply_graph)
+        self._sync = tf.function(self._sync_graph)
+
+    # ---- compiled pieces -------------------------------------------------------------------------
+    def _act_graph(self, observations, h, c, starts):
+        out = self.local_net.step(observations, LSTMState(h, c), starts)
+        return out.logits, out.values, out.state.h, out.state.c
+
+    def _gradients_graph(self, observations, actions, starts, h, c, returns, advantages):
+        return loss_gradients(self.local_net, self.config, observations, actions, starts, h, c, returns, advantages)
+
+    def _apply_graph(self, grads, learning_rate):
+        apply_to_global(self.shared, grads, learning_rate)
+
+    def _sync_graph(self):
+        for local, source in zip(self.local_net.trainable_variables, self.shared.global_net.trainable_variables):
+            local.assign(source)
+
+    # ---- acting ----------------------------------------------------------------------------------
+    def sync(self) -> None:
+        self._sync()
+
+    def _rollout_start_state(self) -> LSTMState:
+        return LSTMState(self._state.h.numpy(), self._state.c.numpy())
+
+    def _policy(self, observations: np.ndarray, starts: np.ndarray):
+        logits, values, h, c = self._act(observations, self._state.h, self._state.c, starts)
+        self._state = LSTMState(h, c)
+        return logits.numpy(), values.numpy()
+
+    def _bootstrap(self, observations: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        _, bootstrap, _, _ = self._act(observations, self._state.h, self._state.c, starts)
+        return bootstrap.numpy()
+
     # ---- learning --------------------------------------------------------------------------------
     def learn(self, rollout: Rollout) -> TrainMetrics:
-        cfg = self.config
-        rewards = np.clip(rollout.rewards, -1.0, 1.0) if self.clip_rewards else rollout.rewards  # [T, B]
-        if cfg.advantage == "nstep":
-            # The n-step target is both the critic's target and, minus V(s_t), the actor's advantage.
-            returns = n_step_targets(rewards, rollout.values, rollout.dones, rollout.bootstrap_values, cfg.gamma,
-                                     cfg.n_step, cfg.n_step_variant)
-            advantages = returns - rollout.values
-        else:
-            returns = discounted_returns(rewards, rollout.dones, rollout.bootstrap_values, cfg.gamma)
-            advantages = generalized_advantages(rewards, rollout.values, rollout.dones,
-                                                rollout.bootstrap_values, cfg.gamma, cfg.gae_lambda)
+        returns, advantages = learning_targets(self.config, rollout, self.clip_rewards)
         grads, metrics, finite = self._gradients(rollout.observations, rollout.actions, rollout.starts,
                                                  rollout.initial_state.h, rollout.initial_state.c, returns, advantages)
-        applied = bool(finite)
-        if applied:  # a NaN/Inf gradient must never reach the global weights
-            learning_rate = cfg.learning_rate
-            if cfg.lr_schedule == "linear":
-                learning_rate = annealed_learning_rate(cfg.learning_rate, self.shared.env_steps, cfg.max_steps)
-            with self.shared.apply_lock:
-                self._apply(grads, tf.constant(learning_rate, tf.float32))
-        with self.shared.lock:
-            self.shared.updates += 1
-            self.shared.skipped_updates += 0 if applied else 1
+        applied = record_update(self.config, self.shared, grads, bool(finite), self._apply)
         self._sync()
         return TrainMetrics(*(float(m) for m in metrics), applied=applied)
 
@@ -231,7 +299,3 @@ class Worker:
                 self.shared.latest_metrics[self.index] = self.learn(rollout)
         except BaseException as error:  # noqa: BLE001 - reported by the coordinator
             self.shared.fail(error)
-
-    def close(self) -> None:
-        self.envs.close()
-
