@@ -87,17 +87,16 @@ class SharedState:
 
 def learning_targets(config: TrainConfig, rollout: Rollout, clip_rewards: bool) -> tuple[np.ndarray, np.ndarray]:
     """(returns, advantages), both [T, B], as --advantage asks; rewards clipped first if asked."""
-    cfg = config
     rewards = np.clip(rollout.rewards, -1.0, 1.0) if clip_rewards else rollout.rewards  # [T, B]
-    if cfg.advantage == "nstep":
+    if config.advantage == "nstep":
         # The n-step target is both the critic's target and, minus V(s_t), the actor's advantage.
-        returns = n_step_targets(rewards, rollout.values, rollout.dones, rollout.bootstrap_values, cfg.gamma,
-                                 cfg.n_step, cfg.n_step_variant)
+        returns = n_step_targets(rewards, rollout.values, rollout.dones, rollout.bootstrap_values, config.gamma,
+                                 config.n_step, config.n_step_variant)
         advantages = returns - rollout.values
     else:
-        returns = discounted_returns(rewards, rollout.dones, rollout.bootstrap_values, cfg.gamma)
+        returns = discounted_returns(rewards, rollout.dones, rollout.bootstrap_values, config.gamma)
         advantages = generalized_advantages(rewards, rollout.values, rollout.dones,
-                                            rollout.bootstrap_values, cfg.gamma, cfg.gae_lambda)
+                                            rollout.bootstrap_values, config.gamma, config.gae_lambda)
     return returns, advantages
 
 
