@@ -46,6 +46,11 @@ class TrainConfig:
                          "'ga3c' (seed 003): --workers runner threads send observations to one predictor that acts "
                          "for all games in one batch, and a trainer thread learns from batches of their rollouts",
                          choices=["a3c", "ga3c"])
+    distributed: str = _flag("none", "'none': every worker is a thread of this process; 'ray': A3C workers run as Ray "
+                             "actors in their own processes (on this machine or a Ray cluster) and the global network "
+                             "in a parameter-server actor (needs `pip install ray`)", choices=["none", "ray"])
+    ray_address: str = _flag("", "with --distributed ray: '' starts a local Ray instance for this run (temp files "
+                             "under --model-dir); 'auto' or HOST:PORT joins an existing Ray cluster (see README)")
     # --- algorithm ---
     rollout: int = _flag(30, "environment steps per rollout before a gradient update")
     gamma: float = _flag(0.99, "discount factor")
@@ -128,6 +133,9 @@ class TrainConfig:
             raise ConfigError(f"--epsilon-decay-steps must be >= 0, got {self.epsilon_decay_steps}")
         if self.epsilon_spread == "geometric" and not self.epsilon_end > 0:
             raise ConfigError("--epsilon-spread geometric needs --epsilon-end > 0 (e.g. 0.01), or use linear")
+        if self.distributed == "ray" and self.trainer == "ga3c":
+            raise ConfigError("--distributed ray runs A3C workers (each with its own local copy); "
+                              "--trainer ga3c runs in one process: use one or the other")
         if self.lr_schedule == "linear" and not self.max_steps:
             raise ConfigError("--lr-schedule linear anneals to 0 over --max-steps: give --max-steps too")
         if not 0.0 <= self.gamma <= 1.0:

@@ -1,5 +1,10 @@
 """The coordinator: builds the global network and the workers, runs them in threads, and owns
 everything that is not learning: counting, logging, GIFs, checkpoints, stop conditions and signals.
+
+`--distributed ray` runs the same loop (`Trainer.run`) with the workers and the global network in Ray
+actors: doom_a3c/distributed.py subclasses `Trainer` and overrides only the hooks that start, pump and
+stop the workers and save (`_build`, `_start_workers`, `_wait`, `_stop_workers`, `_close_workers`, `save`,
+`_learning_rate`). Ray is imported only then.
 """
 from __future__ import annotations
 
@@ -110,6 +115,7 @@ class Trainer:
         self.optimizer = build_optimizer(cfg)
         # Keras builds optimizer slots lazily; threads racing into that build corrupt it.
         self.optimizer.build(self.global_net.trainable_variables)
+        self.num_actions = num_actions
         self.counters = RunCounters(cfg, num_actions)
         checkpoint = tf.train.Checkpoint(model=self.global_net, optimizer=self.optimizer, run=self.counters)
         if self.resume_prefix:
@@ -146,19 +152,16 @@ class Trainer:
         self._build()
         cfg = self.config
         self._install_signal_handlers()
-        threads = [threading.Thread(target=w.run, name=f"{type(w).__name__}_{w.index}", daemon=True)
-                   for w in self.workers]
         self.start_time = time.time()
         last_save = last_log = last_plot = self.start_time
         last_log_steps = self.shared.env_steps
         episodes_at_save = self.episodes
         target = cfg.target_reward
-        print(f"training {cfg.scenario} ({cfg.trainer}): {self.workers_count} workers x {cfg.envs_per_worker} envs, "
-              f"{self.global_net.num_actions} actions, outputs in {cfg.model_dir}/ and {cfg.frames_dir}/", flush=True)
-        for thread in threads:
-            thread.start()
+        print(f"training {cfg.scenario} ({self._mode_name()}): {self.workers_count} workers x {cfg.envs_per_worker} "
+              f"envs, {self.num_actions} actions, outputs in {cfg.model_dir}/ and {cfg.frames_dir}/", flush=True)
         try:
-            while not self.shared.stop.wait(0.2):
+            self._start_workers()
+            while not self._wait(0.2):
                 now = time.time()
                 self._drain_episodes()
                 if now - last_log >= cfg.log_every_seconds:
@@ -175,14 +178,12 @@ class Trainer:
                 self._check_stop(now, target)
         finally:
             self.shared.stop.set()
-            for thread in threads:
-                thread.join(timeout=60)
+            self._stop_workers()
             self._drain_episodes()
             self.save()
             self.log.plot_curve()
             self.log.close()
-            for worker in self.workers:
-                worker.close()
+            self._close_workers()
         if self.shared.errors:
             error = self.shared.errors[0]
             print(f"error: worker failed: {type(error).__name__}: {error} (final checkpoint saved in "
@@ -191,6 +192,32 @@ class Trainer:
         print(f"stopped: {self.stop_reason.text or 'done'}; {self.shared.env_steps} steps, {self.episodes} episodes, "
               f"mean-100 reward {self.log.mean_reward():.1f}; checkpoint {cfg.model_dir}/{LAST}", flush=True)
         return 0
+
+    # ---- how the workers run: threads here, Ray actors in doom_a3c/distributed.py ----------------------
+    def _mode_name(self) -> str:
+        return self.config.trainer
+
+    def _start_workers(self) -> None:
+        self.threads = [threading.Thread(target=w.run, name=f"{type(w).__name__}_{w.index}", daemon=True)
+                        for w in self.workers]
+        for thread in self.threads:
+            thread.start()
+
+    def _wait(self, timeout: float) -> bool:
+        """Let the workers run for up to `timeout` seconds; True once the run should stop."""
+        return self.shared.stop.wait(timeout)
+
+    def _stop_workers(self) -> None:
+        """`shared.stop` is set: let every worker finish (and queue its episodes) before the final save."""
+        for thread in getattr(self, "threads", []):
+            thread.join(timeout=60)
+
+    def _close_workers(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+    def _learning_rate(self) -> float:
+        return float(self.optimizer.learning_rate.numpy())
 
     def _check_stop(self, now: float, target: float) -> None:
         cfg = self.config
@@ -233,7 +260,7 @@ class Trainer:
         if lags:  # GA3C only: A3C's local copies train on their own fresh weights
             values["Perf/Policy Lag"] = sum(lags) / len(lags)
         values["Losses/Skipped non-finite updates"] = self.shared.skipped_updates
-        values["Perf/Learning Rate"] = float(self.optimizer.learning_rate.numpy())
+        values["Perf/Learning Rate"] = self._learning_rate()
         self.log.scalars(self.shared.env_steps, values)
         self.log.flush()
         elapsed = self.wall_seconds()
@@ -271,7 +298,12 @@ def train(config: TrainConfig, explicit: set[str] | None = None) -> int:
             if changed:
                 print(f"preset for {config.scenario}: " + ", ".join(f"{k}={v}" for k, v in changed.items()), flush=True)
             config = preset
-        return Trainer(config.validate(), explicit).run()
+        config.validate()
+        if config.distributed == "ray":
+            from doom_a3c.distributed import RayTrainer  # Ray is imported only for --distributed ray
+
+            return RayTrainer(config, explicit).run()
+        return Trainer(config, explicit).run()
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

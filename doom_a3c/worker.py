@@ -285,14 +285,21 @@ class Worker(GameRunner):
         returns, advantages = learning_targets(self.config, rollout, self.clip_rewards)
         grads, metrics, finite = self._gradients(rollout.observations, rollout.actions, rollout.starts,
                                                  rollout.initial_state.h, rollout.initial_state.c, returns, advantages)
-        applied = record_update(self.config, self.shared, grads, bool(finite), self._apply)
-        self._sync()
+        applied = self._push_gradients(rollout, grads, bool(finite))
         return TrainMetrics(*(float(m) for m in metrics), applied=applied)
+
+    def _push_gradients(self, rollout: Rollout, grads, finite: bool) -> bool:
+        """Hand the processed gradient to the global network and refresh the local copy; returns whether it
+        was applied. Here: the in-process global network; the Ray worker (doom_a3c/distributed.py) pushes it
+        to the parameter server instead."""
+        applied = record_update(self.config, self.shared, grads, finite, self._apply)
+        self._sync()
+        return applied
 
     def run(self) -> None:
         """Thread body: play and learn until told to stop; any error stops the whole run."""
         try:
-            self._sync()
+            self.sync()
             while not self.shared.stop.is_set():
                 rollout = self.collect_rollout(self.config.rollout)
                 self.shared.latest_metrics[self.index] = self.learn(rollout)

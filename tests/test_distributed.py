@@ -1,0 +1,340 @@
+"""--distributed ray: the parameter server and the pushing worker as plain classes (no Ray), the Ray session's
+set-up and its one-line errors, and real local Ray runs of train.py on basic.wad: 2 worker processes, the
+checkpoint's counters, progress.csv, config.json, play.py, resumes ray -> threaded -> ray, and a worker
+process killed with SIGKILL mid-run (replaced; nothing the run counted is missing)."""
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT
+from test_cli import read_rows, run
+from test_worker import SHAPE, BrightSideEnv
+
+from doom_a3c.checkpoint import RunCounters, read_checkpoint_identity, restore
+from doom_a3c.config import ConfigError, TrainConfig
+from doom_a3c.distributed import (SESSION_SOCKET_SUFFIX, SOCKET_PATH_LIMIT, ParameterServer, PushingWorker,
+                                  check_reachable, local_temp_dir)
+from doom_a3c.network import ActorCritic, build_actor_critic
+from doom_a3c.trainer import build_optimizer
+from doom_a3c.worker import SharedState, Worker
+
+VECTOR_SHAPE = (4,)
+
+
+def small_config(**overrides):
+    return TrainConfig(**{"lstm_size": 8, "hidden_size": 8, "learning_rate": 1e-2, **overrides})
+
+
+def make_server(tmp_path, config=None, num_actions=2, shape=VECTOR_SHAPE):
+    config = config or small_config()
+    return ParameterServer(config.to_json(), str(tmp_path), num_actions, shape, configure_threads=False)
+
+
+def copy_weights(source, target):
+    """The LSTM's recurrent kernel is initialised unseeded: make two networks start equal."""
+    for a, b in zip(source.trainable_variables, target.trainable_variables):
+        b.assign(a)
+
+
+def ones_like(server, value=1.0):
+    return [np.full(w.shape, value, np.float32) for w in server.weights()]
+
+
+# ---- the parameter server, without Ray ---------------------------------------------------------------------
+def test_parameter_server_applies_a_gradient_and_counts(tmp_path):
+    server = make_server(tmp_path)
+    before = server.weights()
+    reply = server.apply(0, ones_like(server), 120, [3.0, -1.0])
+    assert reply.applied and reply.env_steps == 120 and reply.updates == 1 and reply.skipped_updates == 0
+    assert all(not np.allclose(a, b) for a, b in zip(before, reply.weights))  # every variable moved
+    for after, old in zip(reply.weights, before):
+        np.testing.assert_allclose(after, old - 1e-2, atol=1e-4)  # Adam's first step: lr * sign(gradient)
+    server.apply(1, ones_like(server), 60, [5.0])
+    status = server.status()
+    assert (status["env_steps"], status["updates"], status["episodes"]) == (180, 2, 3)
+    assert status["recent_returns"] == [3.0, -1.0, 5.0]  # seed 000's queue of returns
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), None])
+def test_parameter_server_never_applies_a_non_finite_gradient(tmp_path, bad):
+    server = make_server(tmp_path)
+    before = server.weights()
+    grads = None
+    if bad is not None:
+        grads = ones_like(server)
+        grads[1][0] = bad
+    reply = server.apply(0, grads, 60)
+    assert not reply.applied and reply.updates == 1 and reply.skipped_updates == 1 and reply.env_steps == 60
+    for after, old in zip(server.weights(), before):
+        np.testing.assert_array_equal(after, old)
+    assert server.apply(0, ones_like(server), 60).applied  # the next good gradient still goes through
+
+
+def test_parameter_server_clips_what_it_applies(tmp_path):
+    """A gradient of global norm 1000 is applied as one of norm --clip-norm: the same weights as the same
+    gradient clipped by hand (RMSProp's first step, with its epsilon 0.1, depends on the gradient's size)."""
+    config = small_config(optimizer="rmsprop", clip_norm=40.0)
+    huge, clipped = make_server(tmp_path / "a", config), make_server(tmp_path / "b", config)
+    copy_weights(huge.net, clipped.net)
+    grads = ones_like(huge)
+    norm = np.sqrt(sum(np.square(g).sum() for g in grads))
+    huge.apply(0, [g * (1000.0 / norm) for g in grads], 1)
+    clipped.apply(0, [g * (40.0 / norm) for g in grads], 1)
+    for a, b in zip(huge.weights(), clipped.weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_parameter_server_checkpoint_is_the_threaded_format(tmp_path):
+    """What the PS saves restores into the objects the threaded Trainer builds, and the PS loads it back."""
+    config = small_config()
+    server = make_server(tmp_path / "ps", config)
+    for _ in range(3):
+        server.apply(0, ones_like(server, 0.5), 100, [1.0])
+    prefix = server.save(episodes=3, wall_seconds=12.5)
+    saved, actions, counters = read_checkpoint_identity(prefix)
+    assert actions == 2 and saved.to_json() == config.to_json()
+    assert counters == {"env_steps": 300, "episodes": 3, "updates": 3, "wall_seconds": 12.5}
+    assert os.path.exists(tmp_path / "ps" / "last.ckpt.index") and os.path.exists(tmp_path / "ps" / "config.json")
+    # the threaded trainer's objects, as Trainer._build makes them
+    net = build_actor_critic(config, 2, VECTOR_SHAPE, name="global")
+    optimizer = build_optimizer(config)
+    optimizer.build(net.trainable_variables)
+    restore(tf.train.Checkpoint(model=net, optimizer=optimizer, run=RunCounters(config, 2)), prefix)
+    for a, b in zip(net.trainable_variables, server.weights()):
+        np.testing.assert_array_equal(a.numpy(), b)
+    # and a fresh PS resumes it: weights, optimizer slots and counters
+    again = make_server(tmp_path / "again", config)
+    assert again.load(prefix) is None
+    assert (again.env_steps, again.updates, again.episodes) == (300, 3, 3)
+    np.testing.assert_array_equal(again.apply(0, ones_like(again), 1).weights[0],
+                                  server.apply(0, ones_like(server), 1).weights[0])
+    assert "cannot restore" in make_server(tmp_path / "other", config, num_actions=5).load(prefix)
+
+
+# ---- the pushing worker is the threaded worker ----------------------------------------------------------------
+def test_pushing_worker_makes_the_threaded_workers_update(tmp_path):
+    """Same weights, same games, same seeds: a PushingWorker through the parameter server and a threaded
+    Worker on an in-process global network produce the same new global weights, update after update."""
+    config = TrainConfig(learning_rate=7e-4, rollout=10, env_threads=1)
+    global_net = ActorCritic(3, name="global").build_variables(SHAPE)
+    optimizer = keras.optimizers.Adam(7e-4)
+    optimizer.build(global_net.trainable_variables)
+    shared = SharedState(global_net, optimizer)
+    threaded = Worker(0, config, [BrightSideEnv(s) for s in range(3)], ActorCritic(3, name="w0").build_variables(SHAPE),
+                      shared, reward_scale=1.0, seed=5)
+    threaded.sync()
+    server = ParameterServer(config.to_json(), str(tmp_path), 3, SHAPE, configure_threads=False)
+    pushing = PushingWorker(0, config, [BrightSideEnv(s) for s in range(3)],
+                            ActorCritic(3, name="w1").build_variables(SHAPE), server.apply, 1.0, seed=5)
+    copy_weights(global_net, server.net)
+    pushing.accept(server.pull())
+    for _ in range(3):
+        threaded.learn(threaded.collect_rollout(config.rollout))
+        episodes, metrics = pushing.play_and_learn()
+        assert metrics.applied
+        for a, b in zip(global_net.trainable_variables, server.weights()):
+            np.testing.assert_allclose(a.numpy(), b, atol=2e-6)
+    assert server.env_steps == shared.env_steps == 90 and server.updates == shared.updates == 3
+    assert server.episodes == 9 and len(episodes) == 3  # episodes of 10 steps: 3 games x 3 rollouts of 10
+
+
+# ---- the Ray session's set-up ------------------------------------------------------------------------------------
+def test_local_ray_files_go_under_the_run_folder_unless_its_path_is_too_long(tmp_path):
+    folder, fell_back = local_temp_dir("/tmp/run")
+    assert folder == "/tmp/run/ray" and not fell_back
+    long_dir = "/tmp/" + "x" * 60
+    folder, fell_back = local_temp_dir(long_dir, pid=4242)
+    assert folder == "/tmp/doom_a3c_ray_4242" and fell_back
+    for model_dir in ("/tmp/run", long_dir, str(tmp_path / "model")):
+        assert len(local_temp_dir(model_dir)[0]) + SESSION_SOCKET_SUFFIX < SOCKET_PATH_LIMIT
+
+
+def test_an_unreachable_ray_address_is_a_config_error_within_seconds():
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.time()
+    with pytest.raises(ConfigError, match="cannot reach the Ray cluster"):
+        check_reachable(f"127.0.0.1:{port}")
+    assert time.time() - started < 10
+    with pytest.raises(ConfigError, match="HOST:PORT"):
+        check_reachable("no-port-here")
+
+
+def test_threaded_training_never_imports_ray():
+    code = ("import sys, doom_a3c, doom_a3c.trainer, doom_a3c.worker, doom_a3c.ga3c; "
+            "assert 'ray' not in sys.modules, 'ray imported'")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("case", ["no-ray", "bad-address", "ga3c"])
+def test_distributed_user_errors_are_one_line(tmp_path, case):
+    flags = ["--scenario", "basic.wad", "--distributed", "ray", "--max-steps", "100",
+             "--model-dir", str(tmp_path / "m"), "--frames-dir", str(tmp_path / "f")]
+    if case == "bad-address":
+        flags += ["--ray-address", "127.0.0.1:1"]
+    if case == "ga3c":
+        flags += ["--trainer", "ga3c"]
+    # Without Ray installed: None in sys.modules makes `import ray` fail as a missing module does.
+    block = "sys.modules['ray'] = None; " if case == "no-ray" else ""
+    code = (f"import runpy, sys; {block}sys.argv = ['train.py'] + {flags!r}; "
+            f"runpy.run_path('train.py', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=180)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-2000:]
+    expected = {"no-ray": "needs Ray", "bad-address": "cannot reach the Ray cluster", "ga3c": "--trainer ga3c"}
+    assert expected[case] in lines[0]
+
+
+# ---- real local Ray runs ----------------------------------------------------------------------------------------
+STEPS_PER_UPDATE = 30 * 2  # --rollout 30 x --envs-per-worker 2: every update, threaded or Ray, counts this many
+
+
+def checkpoint_counters(model_dir):
+    _, _, counters = read_checkpoint_identity(str(model_dir / "last.ckpt"))
+    return counters
+
+
+def check_consistent(model_dir, rows):
+    """Nothing the run counted is missing: the CSV has every episode the checkpoint counts, numbered 1..n,
+    and every update counted its rollout's steps."""
+    counters = checkpoint_counters(model_dir)
+    assert [r["episode"] for r in rows] == list(range(1, len(rows) + 1))
+    assert counters["episodes"] == len(rows)
+    assert counters["env_steps"] == counters["updates"] * STEPS_PER_UPDATE, counters
+    assert all(a["env_steps"] <= b["env_steps"] for a, b in zip(rows, rows[1:]))
+    return counters
+
+
+def tensorboard_tags(model_dir):
+    tags = set()
+    for path in glob.glob(str(model_dir / "tensorboard" / "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            tags.update(value.tag for value in event.summary.value)
+    return tags
+
+
+class LiveRun:
+    """train.py in the background, its stdout read line by line as it comes."""
+
+    def __init__(self, *args):
+        env = dict(os.environ)
+        env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+        self.proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), *map(str, args)],
+                                     cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.lines: list[str] = []
+        self.stderr = ""
+        self._readers = [threading.Thread(target=self._read_stdout, daemon=True),
+                         threading.Thread(target=self._read_stderr, daemon=True)]
+        for reader in self._readers:
+            reader.start()
+
+    def _read_stdout(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def _read_stderr(self):
+        self.stderr = self.proc.stderr.read()
+
+    def wait_for(self, predicate, timeout=240, after_line=0):
+        """The first truthy predicate(line) among the lines from `after_line` on."""
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.proc.poll() is None:
+            for line in self.lines[after_line:]:
+                found = predicate(line)
+                if found:
+                    return found
+            time.sleep(0.2)
+        raise AssertionError(f"not seen in time; stdout so far:\n{''.join(self.lines)}\nstderr:\n{self.stderr}")
+
+    def finish(self, timeout=300):
+        self.proc.wait(timeout)
+        for reader in self._readers:
+            reader.join(10)
+        return self.proc.returncode, "".join(self.lines), self.stderr
+
+
+def progress_steps(line):
+    """The step count of a progress line ("[ 0.3 min] steps 1,680 ..."), or None."""
+    if "] steps" not in line:
+        return None
+    return int(line.split("] steps")[1].split()[0].replace(",", ""))
+
+
+@pytest.mark.slow
+def test_ray_run_plays_resumes_across_modes_and_survives_a_killed_worker(tmp_path):
+    """One run folder through three runs: Ray (2 worker processes), then --resume threaded, then --resume on
+    Ray again with worker 1's process killed (SIGKILL) mid-run."""
+    model_dir, frames_dir = tmp_path / "model", tmp_path / "frames"
+    common = ["--scenario", "basic.wad", "--workers", 2, "--envs-per-worker", 2, "--log-every-seconds", 1,
+              "--model-dir", model_dir, "--frames-dir", frames_dir]
+    # 1. a fresh Ray run
+    first = run("train.py", *common, "--distributed", "ray", "--max-steps", 1500, "--gif-every", 3)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "stopped: reached --max-steps 1500" in first.stdout and "distributed on a local Ray instance" in first.stdout
+    assert first.stdout.count("ray: worker ") == 2 and "ray: parameter server started" in first.stdout
+    # pytest's tmp_path is too long for Ray's socket paths: a short folder in /tmp, removed at the end
+    note = next(line for line in first.stdout.splitlines() if line.startswith("note: --model-dir's path is too long"))
+    assert not os.path.exists(note.split(" are in ")[1].split()[0])
+    config = json.loads((model_dir / "config.json").read_text())
+    assert config["distributed"] == "ray" and config["workers"] == 2 and config["ray_address"] == ""
+    rows = read_rows(model_dir / "progress.csv")
+    assert {r["worker"] for r in rows} == {0.0, 1.0}
+    counters = check_consistent(model_dir, rows)
+    assert counters["env_steps"] >= 1500
+    assert list(frames_dir.glob("episode_*.gif")) and (model_dir / "learning_curve.png").is_file()
+    assert {"Perf/Reward", "Perf/Steps per second", "Losses/Value Loss", "Perf/Learning Rate"} <= tensorboard_tags(model_dir)
+
+    played = run("play.py", "--model", model_dir / "last.ckpt", "--out", tmp_path / "play", "--episodes", 1)
+    assert played.returncode == 0, played.stderr[-3000:]
+    assert len(json.loads((tmp_path / "play" / "results.json").read_text())["episodes"]) == 1
+
+    # 2. the Ray run resumed by the threaded trainer
+    second = run("train.py", "--resume", "--distributed", "none", "--model-dir", model_dir, "--frames-dir", frames_dir,
+                 "--max-steps", 2500)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "(a3c)" in second.stdout and "ray:" not in second.stdout
+    assert json.loads((model_dir / "config.json").read_text())["distributed"] == "none"
+    after_threaded = read_rows(model_dir / "progress.csv")
+    assert after_threaded[: len(rows)] == rows and len(after_threaded) > len(rows)
+    threaded_counters = check_consistent(model_dir, after_threaded)
+    assert threaded_counters["env_steps"] >= 2500 and threaded_counters["updates"] > counters["updates"]
+
+    # 3. the threaded run resumed on Ray; worker 1's process is killed once it has trained a while
+    live = LiveRun("--resume", "--distributed", "ray", "--model-dir", model_dir, "--frames-dir", frames_dir,
+                   "--max-steps", 5000)
+    victim = live.wait_for(lambda line: line.startswith("ray: worker 1 started (pid ")
+                           and int(line.split("(pid ")[1].split()[0]))
+    start_steps = threaded_counters["env_steps"]
+    live.wait_for(lambda line: (progress_steps(line) or 0) >= start_steps + 500)
+    os.kill(victim, signal.SIGKILL)
+    # The next progress line flushes the CSV: every episode the old worker 1 reported is in it by then, and
+    # its replacement (a new process importing TensorFlow) cannot have finished a rollout yet.
+    live.wait_for(progress_steps, after_line=len(live.lines))
+    episodes_at_kill = len(read_rows(model_dir / "progress.csv"))
+    code, stdout, stderr = live.finish()
+    assert code == 0, stderr[-3000:]
+    assert "stopped: reached --max-steps 5000" in stdout
+    died = [line for line in stderr.splitlines() if f"worker 1 (pid {victim}) died" in line]
+    assert len(died) == 1 and "replaced by a new actor" in died[0], stderr[-3000:]
+    assert not [line for line in stderr.splitlines() if line.startswith("error")], stderr[-3000:]
+    final_rows = read_rows(model_dir / "progress.csv")
+    assert final_rows[: len(after_threaded)] == after_threaded
+    final = check_consistent(model_dir, final_rows)
+    assert final["env_steps"] >= 5000
+    # the replacement played: worker 1 reports episodes after the kill
+    assert [r for r in final_rows if r["worker"] == 1.0 and r["episode"] > episodes_at_kill]
+    assert json.loads((model_dir / "config.json").read_text())["distributed"] == "ray"
