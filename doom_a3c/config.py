@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+MIN_FRAME_SIZE = 20  # conv 8x8/4 then 4x4/2 leave a 1x1 map
+
+
 class ConfigError(ValueError):
     """A user-facing configuration mistake: printed as one line, never as a traceback."""
 
@@ -36,7 +39,10 @@ class TrainConfig:
     clip_rewards: str = _flag("auto", "clip learning rewards to [-1, 1] (seed 002) after scaling; auto = on for Atari, "
                               "off otherwise. The scores reported in the CSV, TensorBoard and play.py are never clipped",
                               choices=["auto", "on", "off"])
-    screen_resolution: str = _flag("RES_160X120", "ViZDoom render resolution; GIFs use it, the network sees 84x84 grey")
+    screen_resolution: str = _flag("RES_160X120", "ViZDoom render resolution; GIFs use it, the network sees "
+                                   "--frame-size grey frames")
+    frame_size: int = _flag(84, "side in pixels of the square grey frames the network sees, Doom and Atari (the seed's "
+                            "84; 42 costs a third of the network's compute per frame)")
     # --- workers ---
     workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
     envs_per_worker: int = _flag(4, "environments each worker steps with one batched forward pass")
@@ -122,6 +128,9 @@ class TrainConfig:
             raise ConfigError(f"--clip-norm must be > 0, got {self.clip_norm}")
         if not self.normalize_norm > 0:
             raise ConfigError(f"--normalize-norm must be > 0, got {self.normalize_norm}")
+        if self.frame_size < MIN_FRAME_SIZE:
+            raise ConfigError(f"--frame-size must be >= {MIN_FRAME_SIZE} (the conv torso's smallest input), "
+                              f"got {self.frame_size}")
         if self.hidden_size <= 0:
             raise ConfigError(f"--hidden-size must be > 0, got {self.hidden_size}")
         if self.n_step < 1:

@@ -14,12 +14,13 @@ from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.recording import DOOM_TICS_PER_SECOND
 from doom_a3c.scenarios import ATARI, DOOM, Scenario, environment_kind, resolve_scenario
 
-FRAME_SIZE = 84
+FRAME_SIZE = 84  # the seed's input; --frame-size (or a preset) can choose another
 OBSERVATION_SHAPE = (FRAME_SIZE, FRAME_SIZE, 1)
 
 
-def preprocess_frame(screen: np.ndarray, crop: tuple[float, float, float, float] = (0, 0, 0, 0)) -> np.ndarray:
-    """RGB (H, W, 3) or grey (H, W) uint8 screen -> (84, 84, 1) uint8 grey frame.
+def preprocess_frame(screen: np.ndarray, crop: tuple[float, float, float, float] = (0, 0, 0, 0),
+                     size: int = FRAME_SIZE) -> np.ndarray:
+    """RGB (H, W, 3) or grey (H, W) uint8 screen -> (size, size, 1) uint8 grey frame.
 
     `crop` removes these fractions of the height (top, bottom) and width (left, right) first, so that
     small targets keep more pixels. Kept as uint8 (4x smaller rollouts); the network scales to [0, 1].
@@ -30,7 +31,7 @@ def preprocess_frame(screen: np.ndarray, crop: tuple[float, float, float, float]
         left, right = round(crop[2] * width), width - round(crop[3] * width)
         screen = screen[top:bottom, left:right]
     grey = cv2.cvtColor(screen, cv2.COLOR_RGB2GRAY) if screen.ndim == 3 else screen
-    small = cv2.resize(grey, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
+    small = cv2.resize(grey, (size, size), interpolation=cv2.INTER_AREA)
     return small[:, :, None]
 
 
@@ -70,9 +71,11 @@ def check_screen_resolution(name: str):
 
 
 class DoomEnvironment:
-    """One ViZDoom game, rendering RGB at the scenario's resolution, stepping `frame_skip` tics."""
+    """One ViZDoom game, rendering RGB at the scenario's resolution, stepping `frame_skip` tics; the network
+    sees (frame_size, frame_size, 1) grey frames."""
 
-    def __init__(self, scenario: Scenario, frame_skip: int, resolution: str = "RES_160X120", seed: int = 0):
+    def __init__(self, scenario: Scenario, frame_skip: int, resolution: str = "RES_160X120", seed: int = 0,
+                 frame_size: int = FRAME_SIZE):
         import vizdoom as vzd
 
         self._vzd = vzd
@@ -108,11 +111,12 @@ class DoomEnvironment:
         self.num_actions = len(self._actions)
         self._frame_skip = frame_skip
         self._crop = tuple(scenario.crop)
+        self.observation_shape = (frame_size, frame_size, 1)
         self._last_screen: np.ndarray | None = None
 
     def _observe(self) -> np.ndarray:
         self._last_screen = self._game.get_state().screen_buffer
-        return preprocess_frame(self._last_screen, self._crop)
+        return preprocess_frame(self._last_screen, self._crop, self.observation_shape[0])
 
     def reset(self) -> np.ndarray:
         self._game.new_episode()
@@ -128,7 +132,7 @@ class DoomEnvironment:
             reward += self._frag_reward * (frags - self._frags)
             self._frags = frags
         if self._game.is_episode_finished():
-            return StepResult(np.zeros(OBSERVATION_SHAPE, np.uint8), float(reward), True)
+            return StepResult(np.zeros(self.observation_shape, np.uint8), float(reward), True)
         if self._game.is_player_dead():  # deathmatch maps: the episode goes on after a death
             self._game.respawn_player()
         return StepResult(self._observe(), float(reward), False)
@@ -147,10 +151,10 @@ def make_environment(config: TrainConfig, seed: int) -> Environment:
     if environment_kind(config.scenario) != DOOM:
         from doom_a3c.gym_envs import make_gym_environment
 
-        return make_gym_environment(config.scenario, seed, frame_skip=config.frame_skip)
+        return make_gym_environment(config.scenario, seed, frame_skip=config.frame_skip, frame_size=config.frame_size)
     scenario = resolve_scenario(config.scenario, cache_dir=config.model_dir)
     frame_skip = config.frame_skip or scenario.frame_skip
-    return DoomEnvironment(scenario, frame_skip, config.screen_resolution, seed)
+    return DoomEnvironment(scenario, frame_skip, config.screen_resolution, seed, config.frame_size)
 
 
 def check_environment(config: TrainConfig) -> None:

@@ -141,10 +141,9 @@ class AtariEnvironment:
 
     kind = "image"
     observation_dtype = np.uint8
-    observation_shape = (ATARI_FRAME_SIZE, ATARI_FRAME_SIZE, 1)
 
     def __init__(self, env_id: str, seed: int, frame_skip: int = 4, noop_max: int = 30,
-                 life_loss_terminal: bool = True):
+                 life_loss_terminal: bool = True, frame_size: int = ATARI_FRAME_SIZE):
         spec = _spec(env_id)
         if spec.entry_point != ATARI_ENTRY_POINT:
             raise ConfigError(f"{env_id} is not an Atari (ale-py) game; e.g. {', '.join(ATARI_EXAMPLES)}")
@@ -157,9 +156,10 @@ class AtariEnvironment:
             raise ConfigError(f"noop_max must be >= 0, got {noop_max}")
         base = _make(env_id, frameskip=1, render_mode="rgb_array")
         self._env = gym.wrappers.AtariPreprocessing(
-            base, noop_max=noop_max, frame_skip=frame_skip, screen_size=ATARI_FRAME_SIZE,
+            base, noop_max=noop_max, frame_skip=frame_skip, screen_size=frame_size,
             terminal_on_life_loss=False, grayscale_obs=True, grayscale_newaxis=True, scale_obs=False)
         self._ale = base.unwrapped.ale
+        self.observation_shape = (frame_size, frame_size, 1)
         self.seconds_per_step = frame_skip / ATARI_FRAMES_PER_SECOND  # GIFs play at the game's speed
         self.action_names: list[str] = list(base.unwrapped.get_action_meanings())
         self.num_actions = len(self.action_names)
@@ -276,15 +276,17 @@ class VectorEnvironment:
         self._env.close()
 
 
-def make_gym_environment(env_id: str, seed: int, frame_skip: int = 4,
-                         life_loss_terminal: bool = True) -> AtariEnvironment | VectorEnvironment:
+def make_gym_environment(env_id: str, seed: int, frame_skip: int = 4, life_loss_terminal: bool = True,
+                         frame_size: int = ATARI_FRAME_SIZE) -> AtariEnvironment | VectorEnvironment:
     """The right environment for a gymnasium id; a bad id or an unsupported env raises ConfigError.
 
-    `frame_skip` applies to Atari only; 0 means the default 4 (as --frame-skip 0 means "the preset's").
+    `frame_skip` and `frame_size` apply to Atari only; frame skip 0 means the default 4 (as --frame-skip 0
+    means "the preset's").
     """
     spec = _spec(env_id)
     if frame_skip < 0:
         raise ConfigError(f"--frame-skip must be >= 0, got {frame_skip}")
     if spec.entry_point == ATARI_ENTRY_POINT:
-        return AtariEnvironment(env_id, seed, frame_skip=frame_skip or 4, life_loss_terminal=life_loss_terminal)
+        return AtariEnvironment(env_id, seed, frame_skip=frame_skip or 4, life_loss_terminal=life_loss_terminal,
+                                frame_size=frame_size)
     return VectorEnvironment(env_id, seed)

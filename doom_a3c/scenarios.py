@@ -155,8 +155,10 @@ def scenario_name(value: str) -> str:
 
 def with_preset_defaults(config: TrainConfig, explicit: set[str]) -> TrainConfig:
     """The preset's `[train]` table (tuned defaults, e.g. CartPole's) replaces the defaults of every flag
-    not given on the command line. Done once, for a fresh run: the saved config then holds the values."""
-    defaults = load_preset(scenario_name(config.scenario)).get("train", {})
+    not given on the command line. Done once, for a fresh run: the saved config then holds the values.
+    Every Atari game first takes `scenarios/atari.toml`'s table, which a game's own preset may override."""
+    defaults = load_preset(ATARI).get("train", {}) if environment_kind(config.scenario) == ATARI else {}
+    defaults = {**defaults, **load_preset(scenario_name(config.scenario)).get("train", {})}
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     unknown = sorted(set(defaults) - known)
     if unknown:

@@ -25,6 +25,7 @@ from doom_a3c.scenarios import resolve_scenario, shipped_scenario_names, shipped
     ("clip_norm", 0.0, "--clip-norm"),
     ("entropy_coef", -0.01, "--entropy-coef"),
     ("max_steps", -5, "--max-steps"),
+    ("frame_size", 19, "--frame-size"),
 ])
 def test_bad_values_raise_config_error(field, value, flag):
     """Each bad value raises ConfigError naming the flag."""
@@ -223,6 +224,31 @@ def test_environment_observation_uses_the_preset_crop(tmp_path, monkeypatch):
         assert not (obs == preprocess_frame(screen)).all()
         result = env.step(2)
         assert (result.observation == preprocess_frame(env.screen(), scenario.crop)).all()
+    finally:
+        env.close()
+
+
+def test_frame_size_sets_the_doom_observation_and_its_terminal_frame(tmp_path, monkeypatch):
+    """--frame-size 42: every observation, the zero frame after the end included, is (42, 42, 1), and it is the
+    same crop of the same screen as at 84, only resized."""
+    import cv2
+
+    from doom_a3c.envs import DoomEnvironment, preprocess_frame
+
+    monkeypatch.chdir(tmp_path)
+    scenario = resolve_scenario("basic")
+    env = DoomEnvironment(scenario, frame_skip=4, frame_size=42)
+    try:
+        assert env.observation_shape == (42, 42, 1)
+        obs = env.reset()
+        assert obs.shape == (42, 42, 1) and obs.dtype == np.uint8
+        big = preprocess_frame(env.screen(), scenario.crop)  # 84x84
+        halved = cv2.resize(big[:, :, 0], (42, 42), interpolation=cv2.INTER_AREA)
+        assert np.abs(obs[:, :, 0].astype(int) - halved.astype(int)).max() <= 2  # two resizes round differently
+        result = env.step(0)
+        while not result.done:
+            result = env.step(0)  # basic ends after 300 tics
+        assert result.observation.shape == (42, 42, 1)
     finally:
         env.close()
 

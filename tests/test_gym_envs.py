@@ -81,6 +81,17 @@ def test_atari_observations_are_84x84_grey_uint8_and_screen_is_full_colour(env_i
         environment.close()
 
 
+def test_atari_frame_size_is_the_preprocessing_screen_size():
+    """--frame-size reaches gymnasium's AtariPreprocessing: 42x42 grey frames, the same game."""
+    environment = make_gym_environment("ALE/Pong-v5", seed=1, frame_size=42)
+    try:
+        assert environment.observation_shape == (42, 42, 1)
+        assert environment.reset().shape == (42, 42, 1)
+        assert environment.step(0).observation.shape == (42, 42, 1)
+    finally:
+        environment.close()
+
+
 def test_breakout_life_loss_is_terminal_for_learning_only_and_rewards_sum_to_the_true_score(breakout):
     recorder = AleCallRecorder(breakout)
     steps = play_random_game(breakout, seed=0)

@@ -262,6 +262,16 @@ def test_preset_fills_only_the_flags_not_given():
     assert with_preset_defaults(TrainConfig(), explicit=set()) == TrainConfig()  # basic has no [train] table
 
 
+def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
+    """scenarios/atari.toml's [train] table applies to any ALE id, named in a preset or not."""
+    for game in ("ALE/Pong-v5", "ALE/Qbert-v5"):
+        preset = with_preset_defaults(TrainConfig(scenario=game), explicit={"scenario"})
+        assert preset.rollout == 20 and preset.envs_per_worker == 4
+    kept = with_preset_defaults(TrainConfig(scenario="ALE/Pong-v5", rollout=30), explicit={"scenario", "rollout"})
+    assert kept.rollout == 30
+    assert with_preset_defaults(TrainConfig(scenario="CartPole-v1"), explicit={"scenario"}).rollout == 10  # not Atari
+
+
 def test_new_options_round_trip_through_the_saved_config():
     config = TrainConfig(advantage="nstep", n_step=3, n_step_variant="zero", separate_networks=True, no_lstm=True,
                          epsilon_start=0.4, epsilon_end=0.1, epsilon_decay_steps=10, epsilon_spread="geometric",
