@@ -6,8 +6,11 @@
 Each mode is a real `train.py` run (learning included) in a temporary folder. Reported per mode:
 environment steps per second and game frames per second (steps x frame skip) after a warm-up that
 excludes start-up and tf.function tracing, the ratio to the first mode, and memory: the resident size
-of the trainer plus its game processes, early in the run (at 25% of it), at its peak and at the end
-(growth = end / early - 1: a leak shows as growth that keeps rising with --minutes).
+of the trainer and every process under it (game processes; for `ray`, the local Ray instance's own
+processes, the worker actors and the parameter server), early in the run (at 25% of it), at its peak and
+at the end (growth = end / early - 1: a leak shows as growth that keeps rising with --minutes).
+`ray` is `--distributed ray` on a local Ray instance: the same A3C workers, each in its own process,
+pushing gradients to a parameter-server process.
 Only ratios measured in the same run mean much on a shared machine.
 """
 from __future__ import annotations
@@ -31,11 +34,13 @@ MODES = {
     "a3c-e1": ["--envs-per-worker", "1", "--env-threads", "1"],
     "a3c-batched": [],
     "ga3c": ["--trainer", "ga3c"],
+    "ray": ["--distributed", "ray"],
 }
 
 
-def _children(pid: int) -> list[int]:
-    found = []
+def _children_by_parent() -> dict[int, list[int]]:
+    """One scan of /proc: parent pid -> child pids."""
+    found: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -44,8 +49,7 @@ def _children(pid: int) -> list[int]:
                 parent = int(handle.read().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        if parent == pid:
-            found.append(int(entry))
+        found.setdefault(parent, []).append(int(entry))
     return found
 
 
@@ -61,8 +65,15 @@ def _rss_mib(pid: int) -> float:
 
 
 def tree_rss_mib(pid: int) -> float:
-    """Resident size of a process and its children (the ViZDoom engines run as child processes)."""
-    return _rss_mib(pid) + sum(_rss_mib(child) for child in _children(pid))
+    """Resident size of a process and all its descendants (the ViZDoom engines run as child processes; a local
+    Ray instance's workers are children of its raylet, itself a child of train.py)."""
+    children = _children_by_parent()
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += _rss_mib(current)
+        todo.extend(children.get(current, []))
+    return total
 
 
 def steps_per_second(rows: list[dict[str, float]], warmup_s: float) -> float:

@@ -55,8 +55,7 @@ SEED_STRIDE = 100_000  # a replacement worker's games and sampling get seeds thi
 START_TIMEOUT_S = 300.0  # for the actors to start (a cluster without free CPUs would otherwise wait forever)
 STOP_TIMEOUT_S = 60.0  # for the rollouts under way when the run stops
 MAX_DEATHS_IN_A_ROW = 3  # a worker that dies this often without finishing a rollout stops the run
-# Shipped to a Ray cluster's nodes (runtime_env working_dir): the package and the scenario presets only.
-CLUSTER_EXCLUDES = ["/*", "!/doom_a3c/", "!/scenarios/", "__pycache__/", "*.pyc"]
+SHIPPED_TO_CLUSTER = ("doom_a3c", "scenarios")  # the package and the scenario presets it reads
 
 
 class PushReply(NamedTuple):
@@ -80,6 +79,8 @@ class StepReport(NamedTuple):
     updates: int
     skipped_updates: int
     learning_rate: float
+    pid: int  # the worker's process
+    node: str
 
 
 class WorkerFailed(RuntimeError):
@@ -299,7 +300,7 @@ class WorkerActor:
         episodes, metrics = self.worker.play_and_learn()
         reply = self.worker.last_reply
         return StepReport(self.index, episodes, metrics, reply.env_steps, reply.updates, reply.skipped_updates,
-                          reply.learning_rate)
+                          reply.learning_rate, self.info["pid"], self.info["node"])
 
     def close(self) -> None:
         self.worker.close()
@@ -366,8 +367,10 @@ class RaySession:
         options = dict(logging_level=logging.ERROR, log_to_driver=False)
         if address:
             check_reachable(address)
-            # The nodes get the package and the presets from here; their Python must have requirements.txt.
-            runtime_env = {"working_dir": REPO_ROOT, "excludes": CLUSTER_EXCLUDES}
+            # The nodes get the package and the presets from here (nothing else: not models/, frames/, .git);
+            # their Python must have requirements.txt installed.
+            excludes = [f"/{name}" for name in os.listdir(REPO_ROOT) if name not in SHIPPED_TO_CLUSTER]
+            runtime_env = {"working_dir": REPO_ROOT, "excludes": excludes + ["__pycache__"]}
             try:
                 ray.init(address=address, runtime_env=runtime_env, **options)
             except (ConnectionError, RuntimeError, ValueError, TimeoutError) as error:
@@ -517,6 +520,9 @@ class RayTrainer(Trainer):
             self._worker_died(index, error, replace=resubmit and not self.shared.stop.is_set())
             return
         self.deaths_in_a_row[index] = 0
+        if self.worker_pids.get(index) != report.pid:  # a replacement's first rollout
+            self.worker_pids[index] = report.pid
+            print(f"ray: worker {index} restarted (pid {report.pid} on {report.node}) and training", flush=True)
         for episode in report.episodes:
             self.shared.episodes.put(episode)
         self.shared.latest_metrics[index] = report.metrics
@@ -545,7 +551,7 @@ class RayTrainer(Trainer):
         self.ray.kill(self.actors[index], no_restart=True)
         self.actors[index] = self._new_worker_actor(index, offset)
         self.actors[index].connect.remote(self.ps)
-        self.worker_pids[index] = -1  # learnt from its first report if anyone asks; not waited for here
+        self.worker_pids[index] = -1  # learnt from its first report (not waited for: the others keep going)
         self._submit(index)
 
     def _stop_workers(self) -> None:
