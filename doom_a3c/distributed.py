@@ -374,8 +374,12 @@ class RaySession:
             try:
                 ray.init(address=address, runtime_env=runtime_env, **options)
             except (ConnectionError, RuntimeError, ValueError, TimeoutError) as error:
+                hint = ""
+                if address != "auto" and "RAY_AUTH_MODE" not in os.environ:
+                    hint = (" (a cluster with token authentication also needs RAY_AUTH_MODE=token here, and its "
+                            "token in ~/.ray/auth_token or RAY_AUTH_TOKEN)")
                 raise ConfigError(f"cannot connect to the Ray cluster at --ray-address {address}: "
-                                  f"{one_line(error)}") from None
+                                  f"{one_line(error)}{hint}") from None
             self.where = f"the Ray cluster at {address}"
         else:
             self.temp_dir, self.removable_temp_dir = local_temp_dir(config.model_dir)
@@ -383,6 +387,8 @@ class RaySession:
                 print(f"note: --model-dir's path is too long for Ray's sockets; this run's Ray files are in "
                       f"{self.temp_dir} (removed at the end)", flush=True)
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a local instance phones nobody
+            # Ray (>= 2.59) guards the local instance with a token, which it keeps in ~/.ray/auth_token (made
+            # on first use): the only file of a local run outside the run's folder.
             try:
                 ray.init(num_cpus=max(os.cpu_count() or 1, config.workers), include_dashboard=False,
                          _temp_dir=self.temp_dir, runtime_env={"env_vars": {"PYTHONPATH": REPO_ROOT}}, **options)
@@ -450,7 +456,8 @@ class RayTrainer(Trainer):
         for w, worker_info in enumerate(infos):
             self.worker_pids[w] = worker_info["pid"]
             print(f"ray: worker {w} started (pid {worker_info['pid']} on {worker_info['node']})", flush=True)
-        self.ps.build.remote(self.num_actions, tuple(info["observation_shape"]))
+        self._get_or_explain(self.ps.build.remote(self.num_actions, tuple(info["observation_shape"])),
+                             "the parameter server")
         if self.resume_prefix:
             problem = self._get_or_explain(self.ps.load.remote(os.path.abspath(self.resume_prefix)),
                                            "the parameter server")

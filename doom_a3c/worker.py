@@ -6,7 +6,8 @@ loss, clip it, and apply it to the global variables through the shared optimizer
 
 `GameRunner` (games -> rollouts) and the learning functions (`learning_targets`, `loss_gradients`,
 `apply_to_global`, `record_update`) are shared with the GA3C trainer (doom_a3c/ga3c.py), which acts
-through a central predictor instead of a local copy.
+through a central predictor instead of a local copy. The Ray worker (doom_a3c/distributed.py) is this
+`Worker` with one step replaced, `_push_gradients`: the gradient goes to a parameter-server process.
 """
 from __future__ import annotations
 

@@ -275,26 +275,44 @@ def progress_steps(line):
 
 
 @pytest.mark.slow
-def test_ray_run_plays_resumes_across_modes_and_survives_a_killed_worker(tmp_path):
-    """One run folder through three runs: Ray (2 worker processes), then --resume threaded, then --resume on
-    Ray again with worker 1's process killed (SIGKILL) mid-run."""
+def test_ray_run_survives_a_killed_worker_plays_and_resumes_across_modes(tmp_path):
+    """One run folder through three runs: Ray with 2 worker processes, worker 1's process killed (SIGKILL)
+    mid-run and the run stopped by SIGTERM once its replacement trains; play.py; --resume threaded; --resume
+    on Ray again."""
     model_dir, frames_dir = tmp_path / "model", tmp_path / "frames"
     common = ["--scenario", "basic.wad", "--workers", 2, "--envs-per-worker", 2, "--log-every-seconds", 1,
               "--model-dir", model_dir, "--frames-dir", frames_dir]
-    # 1. a fresh Ray run
-    first = run("train.py", *common, "--distributed", "ray", "--max-steps", 1500, "--gif-every", 3)
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert "stopped: reached --max-steps 1500" in first.stdout and "distributed on a local Ray instance" in first.stdout
-    assert first.stdout.count("ray: worker ") == 2 and "ray: parameter server started" in first.stdout
+    # 1. a fresh Ray run; worker 1's process is killed once it has trained a while
+    live = LiveRun(*common, "--distributed", "ray", "--max-steps", 100_000, "--gif-every", 3)
+    victim = live.wait_for(lambda line: line.startswith("ray: worker 1 started (pid ")
+                           and int(line.split("(pid ")[1].split()[0]))
+    live.wait_for(lambda line: (progress_steps(line) or 0) >= 300)
+    os.kill(victim, signal.SIGKILL)
+    # The next progress line flushes the CSV: every episode the old worker 1 reported is in it by then, and
+    # its replacement (a new process importing TensorFlow) cannot have finished a rollout yet.
+    live.wait_for(progress_steps, after_line=len(live.lines))
+    episodes_at_kill = len(read_rows(model_dir / "progress.csv"))
+    restarted = live.wait_for(lambda line: line.startswith("ray: worker 1 restarted (pid ") and line)
+    assert f"(pid {victim} " not in restarted
+    live.wait_for(progress_steps, after_line=len(live.lines))
+    live.proc.send_signal(signal.SIGTERM)
+    code, stdout, stderr = live.finish()
+    assert code == 0, stderr[-3000:]
+    assert "stopped: stopped by SIGTERM" in stdout and "distributed on a local Ray instance" in stdout
+    assert stdout.count("ray: worker ") == 3 and "ray: parameter server started" in stdout
+    died = [line for line in stderr.splitlines() if f"worker 1 (pid {victim}) died" in line]
+    assert len(died) == 1 and "replaced by a new actor" in died[0], stderr[-3000:]
+    assert not [line for line in stderr.splitlines() if line.startswith("error")], stderr[-3000:]
     # pytest's tmp_path is too long for Ray's socket paths: a short folder in /tmp, removed at the end
-    note = next(line for line in first.stdout.splitlines() if line.startswith("note: --model-dir's path is too long"))
+    note = next(line for line in stdout.splitlines() if line.startswith("note: --model-dir's path is too long"))
     assert not os.path.exists(note.split(" are in ")[1].split()[0])
     config = json.loads((model_dir / "config.json").read_text())
     assert config["distributed"] == "ray" and config["workers"] == 2 and config["ray_address"] == ""
     rows = read_rows(model_dir / "progress.csv")
-    assert {r["worker"] for r in rows} == {0.0, 1.0}
     counters = check_consistent(model_dir, rows)
-    assert counters["env_steps"] >= 1500
+    assert {r["worker"] for r in rows} == {0.0, 1.0}
+    # the replacement played: worker 1 reports episodes after the kill
+    assert [r for r in rows if r["worker"] == 1.0 and r["episode"] > episodes_at_kill]
     assert list(frames_dir.glob("episode_*.gif")) and (model_dir / "learning_curve.png").is_file()
     assert {"Perf/Reward", "Perf/Steps per second", "Losses/Value Loss", "Perf/Learning Rate"} <= tensorboard_tags(model_dir)
 
@@ -303,38 +321,25 @@ def test_ray_run_plays_resumes_across_modes_and_survives_a_killed_worker(tmp_pat
     assert len(json.loads((tmp_path / "play" / "results.json").read_text())["episodes"]) == 1
 
     # 2. the Ray run resumed by the threaded trainer
+    target = counters["env_steps"] + 1000
     second = run("train.py", "--resume", "--distributed", "none", "--model-dir", model_dir, "--frames-dir", frames_dir,
-                 "--max-steps", 2500)
+                 "--max-steps", target)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "(a3c)" in second.stdout and "ray:" not in second.stdout
     assert json.loads((model_dir / "config.json").read_text())["distributed"] == "none"
     after_threaded = read_rows(model_dir / "progress.csv")
     assert after_threaded[: len(rows)] == rows and len(after_threaded) > len(rows)
     threaded_counters = check_consistent(model_dir, after_threaded)
-    assert threaded_counters["env_steps"] >= 2500 and threaded_counters["updates"] > counters["updates"]
+    assert threaded_counters["env_steps"] >= target and threaded_counters["updates"] > counters["updates"]
 
-    # 3. the threaded run resumed on Ray; worker 1's process is killed once it has trained a while
-    live = LiveRun("--resume", "--distributed", "ray", "--model-dir", model_dir, "--frames-dir", frames_dir,
-                   "--max-steps", 5000)
-    victim = live.wait_for(lambda line: line.startswith("ray: worker 1 started (pid ")
-                           and int(line.split("(pid ")[1].split()[0]))
-    start_steps = threaded_counters["env_steps"]
-    live.wait_for(lambda line: (progress_steps(line) or 0) >= start_steps + 500)
-    os.kill(victim, signal.SIGKILL)
-    # The next progress line flushes the CSV: every episode the old worker 1 reported is in it by then, and
-    # its replacement (a new process importing TensorFlow) cannot have finished a rollout yet.
-    live.wait_for(progress_steps, after_line=len(live.lines))
-    episodes_at_kill = len(read_rows(model_dir / "progress.csv"))
-    code, stdout, stderr = live.finish()
-    assert code == 0, stderr[-3000:]
-    assert "stopped: reached --max-steps 5000" in stdout
-    died = [line for line in stderr.splitlines() if f"worker 1 (pid {victim}) died" in line]
-    assert len(died) == 1 and "replaced by a new actor" in died[0], stderr[-3000:]
-    assert not [line for line in stderr.splitlines() if line.startswith("error")], stderr[-3000:]
+    # 3. the threaded run resumed on Ray
+    target = threaded_counters["env_steps"] + 1000
+    third = run("train.py", "--resume", "--distributed", "ray", "--model-dir", model_dir, "--frames-dir", frames_dir,
+                "--max-steps", target)
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert f"stopped: reached --max-steps {target}" in third.stdout and "ray: parameter server" in third.stdout
     final_rows = read_rows(model_dir / "progress.csv")
-    assert final_rows[: len(after_threaded)] == after_threaded
+    assert final_rows[: len(after_threaded)] == after_threaded and len(final_rows) > len(after_threaded)
     final = check_consistent(model_dir, final_rows)
-    assert final["env_steps"] >= 5000
-    # the replacement played: worker 1 reports episodes after the kill
-    assert [r for r in final_rows if r["worker"] == 1.0 and r["episode"] > episodes_at_kill]
+    assert final["env_steps"] >= target and final["updates"] > threaded_counters["updates"]
     assert json.loads((model_dir / "config.json").read_text())["distributed"] == "ray"
