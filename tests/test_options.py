@@ -259,7 +259,10 @@ def test_preset_fills_only_the_flags_not_given():
     preset = with_preset_defaults(config, explicit={"scenario", "learning_rate"})
     assert preset.learning_rate == 0.01  # given on the command line: kept
     assert preset.no_lstm is True and preset.envs_per_worker == 16  # from scenarios/CartPole-v1.toml
-    assert with_preset_defaults(TrainConfig(), explicit=set()) == TrainConfig()  # basic has no [train] table
+    assert with_preset_defaults(TrainConfig(scenario="defend_the_center"), explicit=set()) == TrainConfig(
+        scenario="defend_the_center")  # no [train] table: the defaults stay
+    basic = with_preset_defaults(TrainConfig(), explicit=set())
+    assert (basic.frame_size, basic.envs_per_worker, basic.rollout) == (42, 16, 10)  # scenarios/basic.toml
 
 
 def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
