@@ -199,9 +199,6 @@ def test_distributed_user_errors_are_one_line(tmp_path, case):
 
 
 # ---- real local Ray runs ----------------------------------------------------------------------------------------
-STEPS_PER_UPDATE = 30 * 2  # --rollout 30 x --envs-per-worker 2: every update, threaded or Ray, counts this many
-
-
 def checkpoint_counters(model_dir):
     _, _, counters = read_checkpoint_identity(str(model_dir / "last.ckpt"))
     return counters
@@ -211,9 +208,11 @@ def check_consistent(model_dir, rows):
     """Nothing the run counted is missing: the CSV has every episode the checkpoint counts, numbered 1..n,
     and every update counted its rollout's steps."""
     counters = checkpoint_counters(model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
+    steps_per_update = config["rollout"] * config["envs_per_worker"]  # every update, threaded or Ray
     assert [r["episode"] for r in rows] == list(range(1, len(rows) + 1))
     assert counters["episodes"] == len(rows)
-    assert counters["env_steps"] == counters["updates"] * STEPS_PER_UPDATE, counters
+    assert counters["env_steps"] == counters["updates"] * steps_per_update, counters
     assert all(a["env_steps"] <= b["env_steps"] for a, b in zip(rows, rows[1:]))
     return counters
 
