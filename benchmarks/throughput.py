@@ -8,7 +8,8 @@ environment steps per second and game frames per second (steps x frame skip) aft
 excludes start-up and tf.function tracing, the ratio to the first mode, and memory: the resident size
 of the trainer and every process under it (game processes; for `ray`, the local Ray instance's own
 processes, the worker actors and the parameter server), early in the run (at 25% of it), at its peak and
-at the end (growth = end / early - 1: a leak shows as growth that keeps rising with --minutes).
+late (at 90%, before the final save and the shutdown free memory; growth = late / early - 1: a leak shows
+as growth that keeps rising with --minutes).
 `ray` is `--distributed ray` on a local Ray instance: the same A3C workers, each in its own process,
 pushing gradients to a parameter-server process.
 Only ratios measured in the same run mean much on a shared machine.
@@ -108,9 +109,10 @@ def run_mode(name: str, flags: list[str], args: argparse.Namespace, extra: list[
     live = [m for t, m in samples if m > 0]
     total = samples[-1][0] if samples else 0.0
     early = [m for t, m in samples if t >= 0.25 * total and m > 0]
+    late = [m for t, m in samples if t >= 0.9 * total and m > 0]
     return {"mode": name, "steps_per_s": rate, "frames_per_s": rate * frame_skip,
             "rss_early_mib": early[0] if early else float("nan"), "rss_peak_mib": max(live, default=float("nan")),
-            "rss_end_mib": live[-1] if live else float("nan")}
+            "rss_late_mib": late[0] if late else float("nan")}
 
 
 def main() -> int:
@@ -132,12 +134,12 @@ def main() -> int:
     base = median[args.modes[0]]["steps_per_s"]
     print(f"\n{args.scenario}, {args.minutes:g} min per mode, {args.repeats} repeat(s), medians; "
           f"{os.cpu_count()} CPU cores")
-    print(f"{'mode':<14}{'env steps/s':>12}{'frames/s':>10}{'ratio':>7}{'RSS early':>11}{'peak':>8}{'end':>8}{'growth':>8}")
+    print(f"{'mode':<14}{'env steps/s':>12}{'frames/s':>10}{'ratio':>7}{'RSS early':>11}{'peak':>8}{'late':>8}{'growth':>8}")
     for name in args.modes:
         m = median[name]
-        growth = m["rss_end_mib"] / m["rss_early_mib"] - 1
+        growth = m["rss_late_mib"] / m["rss_early_mib"] - 1
         print(f"{name:<14}{m['steps_per_s']:>12.0f}{m['frames_per_s']:>10.0f}{m['steps_per_s'] / base:>7.2f}"
-              f"{m['rss_early_mib']:>9.0f}Mi{m['rss_peak_mib']:>6.0f}Mi{m['rss_end_mib']:>6.0f}Mi{growth:>+8.1%}")
+              f"{m['rss_early_mib']:>9.0f}Mi{m['rss_peak_mib']:>6.0f}Mi{m['rss_late_mib']:>6.0f}Mi{growth:>+8.1%}")
     print(f"outputs: {out}")
     return 0
 
