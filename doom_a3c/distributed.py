@@ -40,7 +40,7 @@ from doom_a3c.envs import clips_rewards, make_environment, observation_shape_of,
 from doom_a3c.exploration import EpsilonSchedule, worker_epsilons
 from doom_a3c.gradients import process_gradients
 from doom_a3c.network import ActorCritic, build_actor_critic
-from doom_a3c.schedules import annealed_learning_rate
+from doom_a3c.schedules import learning_rate_at
 from doom_a3c.summaries import RunLog
 from doom_a3c.trainer import Trainer, build_optimizer
 from doom_a3c.worker import EpisodeResult, Rollout, SharedState, TrainMetrics, Worker
@@ -186,10 +186,7 @@ class ParameterServer:
         finite = (grads is not None and len(grads) == len(variables)
                   and all(np.all(np.isfinite(g)) for g in grads))
         if finite:
-            self.learning_rate = self.config.learning_rate
-            if self.config.lr_schedule == "linear":
-                self.learning_rate = annealed_learning_rate(self.config.learning_rate, self.env_steps,
-                                                            self.config.max_steps)
+            self.learning_rate = learning_rate_at(self.config, self.env_steps)
             self._apply([np.asarray(g, np.float32) for g in grads], tf.constant(self.learning_rate, tf.float32))
         self.updates += 1
         self.skipped_updates += 0 if finite else 1

@@ -27,7 +27,7 @@ from doom_a3c.gradients import process_gradients
 from doom_a3c.losses import a3c_loss
 from doom_a3c.network import ActorCritic, LSTMState
 from doom_a3c.returns import discounted_returns, generalized_advantages, n_step_targets
-from doom_a3c.schedules import annealed_learning_rate
+from doom_a3c.schedules import learning_rate_at
 
 
 class Rollout(NamedTuple):
@@ -129,9 +129,7 @@ def record_update(config: TrainConfig, shared: "SharedState", grads, finite: boo
     """Apply `grads` through the compiled `apply(grads, learning_rate)` under the shared lock, unless they are
     not finite (a NaN/Inf gradient must never reach the global weights), and count the update either way."""
     if finite:
-        learning_rate = config.learning_rate
-        if config.lr_schedule == "linear":
-            learning_rate = annealed_learning_rate(config.learning_rate, shared.env_steps, config.max_steps)
+        learning_rate = learning_rate_at(config, shared.env_steps)
         with shared.apply_lock:
             apply(grads, tf.constant(learning_rate, tf.float32))
     with shared.lock:
