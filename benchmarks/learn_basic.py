@@ -3,8 +3,8 @@
 
     python benchmarks/learn_basic.py --minutes 10 --seeds 0 1 2 [-- extra train.py flags]
 
-Reports, per seed, the wall time at which the mean of the last 100 episodes first reached the
-threshold (80 by default), the final mean-100, and the median over seeds.
+Reports, per seed, the wall time and the env steps at which the mean of the last 100 episodes first
+reached the threshold (80 by default), the final mean-100, and the median over seeds.
 """
 from __future__ import annotations
 
@@ -21,16 +21,13 @@ sys.path.insert(0, ROOT)
 from doom_a3c.summaries import read_progress  # noqa: E402
 
 
-def time_to_threshold(rows: list[dict[str, float]], threshold: float, window: int = 100) -> tuple[float | None, float]:
-    """(wall seconds when the mean of the last `window` episodes first reached threshold, final mean)."""
+def first_reached(rows: list[dict[str, float]], threshold: float, window: int = 100) -> dict[str, float] | None:
+    """The progress row at which the mean of the last `window` episodes first reached threshold, if any."""
     rewards = [r["reward"] for r in rows]
-    reached = None
     for i in range(window - 1, len(rows)):
         if sum(rewards[i - window + 1: i + 1]) / window >= threshold:
-            reached = rows[i]["wall_s"]
-            break
-    final = sum(rewards[-window:]) / min(window, len(rewards)) if rewards else float("nan")
-    return reached, final
+            return rows[i]
+    return None
 
 
 def main() -> int:
@@ -55,10 +52,14 @@ def main() -> int:
         print("$", " ".join(command), flush=True)
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         rows = read_progress(os.path.join(run_dir, "progress.csv"))
-        reached, final = time_to_threshold(rows, args.threshold)
+        row = first_reached(rows, args.threshold)
+        reached = row["wall_s"] if row else None
+        rewards = [r["reward"] for r in rows[-100:]]
+        final = sum(rewards) / len(rewards) if rewards else float("nan")
         steps = int(rows[-1]["env_steps"]) if rows else 0
-        results.append((seed, reached, final, steps))
-        shown = f"{reached:.0f} s" if reached is not None else "not reached"
+        results.append((seed, reached, final, steps, int(row["env_steps"]) if row else None))
+        # Steps to the threshold measure sample efficiency, whatever else the machine was doing.
+        shown = f"{reached:.0f} s ({int(row['env_steps']):,} env steps)" if row else "not reached"
         print(f"seed {seed}: mean-100 >= {args.threshold:g} at {shown}; final mean-100 {final:.1f}; "
               f"{len(rows)} episodes, {steps} env steps", flush=True)
     times = [r[1] for r in results if r[1] is not None]
@@ -67,6 +68,8 @@ def main() -> int:
         # Seeds that never reached the threshold count as +inf for the median.
         padded = sorted(times) + [float("inf")] * (len(results) - len(times))
         print(f"median time to threshold: {statistics.median(padded):.0f} s")
+        padded_steps = sorted(r[4] for r in results if r[4] is not None) + [float("inf")] * (len(results) - len(times))
+        print(f"median env steps to threshold: {statistics.median(padded_steps):,.0f}")
     print(f"median final mean-100: {statistics.median(r[2] for r in results):.1f}")
     print(f"outputs: {out}")
     return 0

@@ -9,7 +9,8 @@ excludes start-up and tf.function tracing, the ratio to the first mode, and memo
 of the trainer and every process under it (game processes; for `ray`, the local Ray instance's own
 processes, the worker actors and the parameter server), early in the run (at 25% of it), at its peak and
 late (at 90%, before the final save and the shutdown free memory; growth = late / early - 1: a leak shows
-as growth that keeps rising with --minutes).
+as growth that keeps rising with --minutes), and the size at every tenth of the run (the whole series,
+one sample a second, in <mode>/rss.csv).
 `ray` is `--distributed ray` on a local Ray instance: the same A3C workers, each in its own process,
 pushing gradients to a parameter-server process.
 Only ratios measured in the same run mean much on a shared machine.
@@ -106,13 +107,18 @@ def run_mode(name: str, flags: list[str], args: argparse.Namespace, extra: list[
         config = json.load(handle)
     frame_skip = config.get("frame_skip") or 4
     rate = steps_per_second(read_progress(os.path.join(run_dir, "progress.csv")), args.warmup)
+    with open(os.path.join(run_dir, "rss.csv"), "w") as handle:  # the whole series, to see a trend
+        handle.write("wall_s,rss_mib\n" + "".join(f"{t:.1f},{m:.1f}\n" for t, m in samples))
     live = [m for t, m in samples if m > 0]
-    total = samples[-1][0] if samples else 0.0
-    early = [m for t, m in samples if t >= 0.25 * total and m > 0]
-    late = [m for t, m in samples if t >= 0.9 * total and m > 0]
     return {"mode": name, "steps_per_s": rate, "frames_per_s": rate * frame_skip,
-            "rss_early_mib": early[0] if early else float("nan"), "rss_peak_mib": max(live, default=float("nan")),
-            "rss_late_mib": late[0] if late else float("nan")}
+            "rss_early_mib": rss_at(samples, 0.25), "rss_peak_mib": max(live, default=float("nan")),
+            "rss_late_mib": rss_at(samples, 0.9), "rss_deciles": [rss_at(samples, k / 10) for k in range(1, 10)]}
+
+
+def rss_at(samples: list[tuple[float, float]], fraction: float) -> float:
+    """The first live sample at or after `fraction` of the run."""
+    total = samples[-1][0] if samples else 0.0
+    return next((m for t, m in samples if t >= fraction * total and m > 0), float("nan"))
 
 
 def main() -> int:
@@ -129,7 +135,8 @@ def main() -> int:
     for repeat in range(args.repeats):
         for name in args.modes:
             results[name].append(run_mode(name, MODES[name], args, extra, os.path.join(out, f"r{repeat}")))
-    median = {name: {key: statistics.median(r[key] for r in runs) for key in runs[0] if key != "mode"}
+    median = {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]
+                     if key not in ("mode", "rss_deciles")}
               for name, runs in results.items()}
     base = median[args.modes[0]]["steps_per_s"]
     print(f"\n{args.scenario}, {args.minutes:g} min per mode, {args.repeats} repeat(s), medians; "
@@ -140,6 +147,9 @@ def main() -> int:
         growth = m["rss_late_mib"] / m["rss_early_mib"] - 1
         print(f"{name:<14}{m['steps_per_s']:>12.0f}{m['frames_per_s']:>10.0f}{m['steps_per_s'] / base:>7.2f}"
               f"{m['rss_early_mib']:>9.0f}Mi{m['rss_peak_mib']:>6.0f}Mi{m['rss_late_mib']:>6.0f}Mi{growth:>+8.1%}")
+    print("\nresident size (MiB) at 10%, 20%, ... 90% of each run (the first repeat; whole series in <mode>/rss.csv)")
+    for name in args.modes:
+        print(f"{name:<14}" + " ".join(f"{m:6.0f}" for m in results[name][0]["rss_deciles"]))
     print(f"outputs: {out}")
     return 0
 
