@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import os
+from array import array
 from collections import deque
 
 import numpy as np
@@ -28,7 +29,11 @@ class RunLog:
         rows = read_progress(self.csv_path) if resumed_episodes is not None else []
         # After a crash the CSV may run ahead of the checkpoint we resume from: keep only what it covers.
         rows = [r for r in rows if r["episode"] <= (resumed_episodes or 0)]
-        self.rows: list[dict[str, float]] = rows
+        # The curve's three columns, 8 bytes per value: a dict per episode cost ~300 bytes, and basic.wad
+        # ends ~80 episodes a second (45 MiB more resident memory every 30 minutes).
+        self.curve_steps = array("d", (r["env_steps"] for r in rows))
+        self.curve_wall = array("d", (r["wall_s"] for r in rows))
+        self.curve_rewards = array("d", (r["reward"] for r in rows))
         self._write_csv_header(rows)
         self._csv = open(self.csv_path, "a", newline="")
         self._csv_writer = csv.writer(self._csv)
@@ -48,7 +53,9 @@ class RunLog:
                 mean_value: float) -> None:
         row = {"wall_s": round(wall_s, 2), "env_steps": env_steps, "episode": episode, "worker": worker,
                "reward": reward, "length": length}
-        self.rows.append(row)
+        self.curve_steps.append(env_steps)
+        self.curve_wall.append(row["wall_s"])
+        self.curve_rewards.append(reward)
         self._csv_writer.writerow([_format(row[k]) for k in CSV_FIELDS])
         self.recent_rewards.append(reward)
         self._unsummarised.append((reward, length, mean_value))
@@ -80,20 +87,21 @@ class RunLog:
         self.writer.flush()
 
     def plot_curve(self) -> None:
-        if not self.rows:
+        if not self.curve_rewards:
             return
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        steps = np.array([r["env_steps"] for r in self.rows])
-        wall = np.array([r["wall_s"] for r in self.rows])
-        rewards = np.array([r["reward"] for r in self.rows])
-        window = np.array([rewards[max(0, i - 99): i + 1].mean() for i in range(len(rewards))])
+        # Copies: a view would pin the arrays' buffers, and `append` cannot resize an exported buffer.
+        steps, wall, rewards = (np.array(column) for column in (self.curve_steps, self.curve_wall, self.curve_rewards))
+        window = moving_mean(rewards, 100)
+        # At most ~5,000 episode dots: a 30-minute basic.wad run ends 140k episodes.
+        every = max(1, len(rewards) // 5000)
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for ax, x, label in ((axes[0], steps, "environment steps"), (axes[1], wall / 60.0, "wall time (minutes)")):
-            ax.plot(x, rewards, ".", alpha=0.25, markersize=3, label="episode")
+            ax.plot(x[::every], rewards[::every], ".", alpha=0.25, markersize=3, label="episode")
             ax.plot(x, window, "-", linewidth=2, label="mean of last 100")
             ax.set_xlabel(label)
             ax.set_ylabel("episode reward")
@@ -109,6 +117,13 @@ class RunLog:
         self.flush()
         self._csv.close()
         self.writer.close()
+
+
+def moving_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """Mean of the last `window` values at every index (fewer at the start)."""
+    sums = np.cumsum(np.concatenate([[0.0], values]))
+    counts = np.minimum(np.arange(1, len(values) + 1), window)
+    return (sums[1:] - sums[np.arange(1, len(values) + 1) - counts]) / counts
 
 
 def _format(value: float) -> str:
