@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import gc
 import os
 from array import array
 from collections import deque
@@ -111,6 +112,10 @@ class RunLog:
         tmp = f"{self.curve_path}.tmp-{os.getpid()}"
         fig.savefig(tmp, format="png", dpi=80)
         plt.close(fig)
+        # A figure is a web of reference cycles (~6k objects and its ~1 MiB canvas) that only a full
+        # collection frees, and those come rarely in a long run: without this, resident memory climbed
+        # by ~125 MiB over the first 15 plots before it levelled off.
+        gc.collect()
         os.replace(tmp, self.curve_path)
 
     def close(self) -> None:
