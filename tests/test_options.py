@@ -275,17 +275,6 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
     assert with_preset_defaults(TrainConfig(scenario="CartPole-v1"), explicit={"scenario"}).rollout == 10  # not Atari
 
 
-def test_a_games_own_preset_adds_to_the_atari_preset():
-    """scenarios/ALE_Pong-v5.toml anneals the learning rate over its step budget; other games do not."""
-    pong = with_preset_defaults(TrainConfig(scenario="ALE/Pong-v5"), explicit={"scenario"}).validate()
-    assert (pong.lr_schedule, pong.max_steps, pong.rollout) == ("linear", 8_000_000, 20)
-    qbert = with_preset_defaults(TrainConfig(scenario="ALE/Qbert-v5"), explicit={"scenario"})
-    assert (qbert.lr_schedule, qbert.max_steps) == ("constant", 0)
-    longer = with_preset_defaults(TrainConfig(scenario="ALE/Pong-v5", max_steps=20_000_000),
-                                  explicit={"scenario", "max_steps"})
-    assert longer.max_steps == 20_000_000 and longer.lr_schedule == "linear"
-
-
 def test_new_options_round_trip_through_the_saved_config():
     config = TrainConfig(advantage="nstep", n_step=3, n_step_variant="zero", separate_networks=True, no_lstm=True,
                          epsilon_start=0.4, epsilon_end=0.1, epsilon_decay_steps=10, epsilon_spread="geometric",
