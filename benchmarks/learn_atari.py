@@ -17,17 +17,18 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.summaries import read_progress  # noqa: E402
+from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
 
 
 def mean_curve(rows: list[dict[str, float]], window: int = 10) -> list[tuple[float, int, float]]:
     """(wall_s, env_steps, mean of the last `window` scores) at every episode from the window-th on."""
-    rewards = [r["reward"] for r in rows]
-    return [(rows[i]["wall_s"], int(rows[i]["env_steps"]), sum(rewards[i - window + 1: i + 1]) / window)
-            for i in range(window - 1, len(rows))]
+    means = moving_mean(np.array([r["reward"] for r in rows]), window)
+    return [(rows[i]["wall_s"], int(rows[i]["env_steps"]), float(means[i])) for i in range(window - 1, len(rows))]
 
 
 def main() -> int:

@@ -15,19 +15,22 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.summaries import read_progress  # noqa: E402
+from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
 
 
-def first_reached(rows: list[dict[str, float]], threshold: float, window: int = 100) -> dict[str, float] | None:
+def first_reached(rows: list[dict[str, float]], means: np.ndarray, threshold: float, window: int = 100):
     """The progress row at which the mean of the last `window` episodes first reached threshold, if any."""
-    rewards = [r["reward"] for r in rows]
-    for i in range(window - 1, len(rows)):
-        if sum(rewards[i - window + 1: i + 1]) / window >= threshold:
-            return rows[i]
-    return None
+    return next((rows[i] for i in range(window - 1, len(rows)) if means[i] >= threshold), None)
+
+
+def median_padded(values: list[float], runs: int) -> float:
+    """Median over `runs`, the runs that never reached the threshold counting as +inf."""
+    return statistics.median(sorted(values) + [float("inf")] * (runs - len(values)))
 
 
 def main() -> int:
@@ -41,7 +44,8 @@ def main() -> int:
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
     out = args.out or tempfile.mkdtemp(prefix="learn_basic_")
-    results = []
+    reached: list[tuple[float, float]] = []  # (wall s, env steps) of each seed that got there
+    finals: list[float] = []
     for seed in args.seeds:
         run_dir = os.path.join(out, f"seed{seed}")
         command = [sys.executable, os.path.join(ROOT, "train.py"), "--scenario", args.scenario, "--seed", str(seed),
@@ -52,25 +56,23 @@ def main() -> int:
         print("$", " ".join(command), flush=True)
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         rows = read_progress(os.path.join(run_dir, "progress.csv"))
-        row = first_reached(rows, args.threshold)
-        reached = row["wall_s"] if row else None
-        rewards = [r["reward"] for r in rows[-100:]]
-        final = sum(rewards) / len(rewards) if rewards else float("nan")
+        means = moving_mean(np.array([r["reward"] for r in rows]), 100)
+        row = first_reached(rows, means, args.threshold)
+        final = means[-1] if rows else float("nan")
         steps = int(rows[-1]["env_steps"]) if rows else 0
-        results.append((seed, reached, final, steps, int(row["env_steps"]) if row else None))
+        finals.append(final)
+        if row:
+            reached.append((row["wall_s"], row["env_steps"]))
         # Steps to the threshold measure sample efficiency, whatever else the machine was doing.
-        shown = f"{reached:.0f} s ({int(row['env_steps']):,} env steps)" if row else "not reached"
+        shown = f"{row['wall_s']:.0f} s ({int(row['env_steps']):,} env steps)" if row else "not reached"
         print(f"seed {seed}: mean-100 >= {args.threshold:g} at {shown}; final mean-100 {final:.1f}; "
               f"{len(rows)} episodes, {steps} env steps", flush=True)
-    times = [r[1] for r in results if r[1] is not None]
-    print(f"\n{len(times)}/{len(results)} seeds reached mean-100 >= {args.threshold:g} within {args.minutes:g} min")
-    if times:
-        # Seeds that never reached the threshold count as +inf for the median.
-        padded = sorted(times) + [float("inf")] * (len(results) - len(times))
-        print(f"median time to threshold: {statistics.median(padded):.0f} s")
-        padded_steps = sorted(r[4] for r in results if r[4] is not None) + [float("inf")] * (len(results) - len(times))
-        print(f"median env steps to threshold: {statistics.median(padded_steps):,.0f}")
-    print(f"median final mean-100: {statistics.median(r[2] for r in results):.1f}")
+    runs = len(args.seeds)
+    print(f"\n{len(reached)}/{runs} seeds reached mean-100 >= {args.threshold:g} within {args.minutes:g} min")
+    if reached:
+        print(f"median time to threshold: {median_padded([t for t, _ in reached], runs):.0f} s")
+        print(f"median env steps to threshold: {median_padded([s for _, s in reached], runs):,.0f}")
+    print(f"median final mean-100: {statistics.median(finals):.1f}")
     print(f"outputs: {out}")
     return 0
 
