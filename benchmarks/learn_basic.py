@@ -4,7 +4,8 @@
     python benchmarks/learn_basic.py --minutes 10 --seeds 0 1 2 [-- extra train.py flags]
 
 Reports, per seed, the wall time and the env steps at which the mean of the last 100 episodes first
-reached the threshold (80 by default), the final mean-100, and the median over seeds.
+reached the threshold (80 by default), the final mean-100 and the run's env steps per second (a shared
+machine's speed drifts: times only compare between runs of about the same speed), and the median over seeds.
 """
 from __future__ import annotations
 
@@ -60,13 +61,15 @@ def main() -> int:
         row = first_reached(rows, means, args.threshold)
         final = means[-1] if rows else float("nan")
         steps = int(rows[-1]["env_steps"]) if rows else 0
+        # The run's own speed: shared machines drift, and a time only compares with times of the same speed.
+        rate = steps / rows[-1]["wall_s"] if rows and rows[-1]["wall_s"] > 0 else float("nan")
         finals.append(final)
         if row:
             reached.append((row["wall_s"], row["env_steps"]))
         # Steps to the threshold measure sample efficiency, whatever else the machine was doing.
-        shown = f"{row['wall_s']:.0f} s ({int(row['env_steps']):,} env steps)" if row else "not reached"
-        print(f"seed {seed}: mean-100 >= {args.threshold:g} at {shown}; final mean-100 {final:.1f}; "
-              f"{len(rows)} episodes, {steps} env steps", flush=True)
+        shown = f"at {row['wall_s']:.0f} s ({int(row['env_steps']):,} env steps)" if row else "not reached"
+        print(f"seed {seed}: mean-100 >= {args.threshold:g} {shown}; final mean-100 {final:.1f}; "
+              f"{len(rows)} episodes, {steps:,} env steps at {rate:,.0f} env steps/s", flush=True)
     runs = len(args.seeds)
     print(f"\n{len(reached)}/{runs} seeds reached mean-100 >= {args.threshold:g} within {args.minutes:g} min")
     if reached:
