@@ -21,6 +21,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from doom_a3c.envs import button_names, button_vector  # noqa: E402
 from doom_a3c.scenarios import resolve_scenario  # noqa: E402
 from doom_a3c.summaries import moving_mean  # noqa: E402
 
@@ -46,8 +47,8 @@ def play(frame_skip: int, episodes: int, seed: int) -> tuple[np.ndarray, np.ndar
     game.set_labels_buffer_enabled(True)
     game.set_seed(seed)
     game.init()
-    buttons = [str(b).split(".")[-1].split(":")[0] for b in game.get_available_buttons()]
-    press = {name: [1.0 if b == name else 0.0 for b in buttons] for name in (LEFT, RIGHT, ATTACK)}
+    buttons = button_names(game)
+    press = {name: button_vector(buttons, [name]) for name in (LEFT, RIGHT, ATTACK)}
     crosshair = game.get_screen_width() / 2
     scores, lengths = [], []
     for _ in range(episodes):

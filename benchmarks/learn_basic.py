@@ -61,7 +61,6 @@ def main() -> int:
         row = first_reached(rows, means, args.threshold)
         final = means[-1] if rows else float("nan")
         steps = int(rows[-1]["env_steps"]) if rows else 0
-        # The run's own speed: shared machines drift, and a time only compares with times of the same speed.
         rate = steps / rows[-1]["wall_s"] if rows and rows[-1]["wall_s"] > 0 else float("nan")
         finals.append(final)
         if row:

@@ -62,6 +62,16 @@ class Environment(Protocol):
     def close(self) -> None: ...
 
 
+def button_names(game) -> list[str]:
+    """A DoomGame's available buttons by name ("MOVE_LEFT"), in the order make_action expects them."""
+    return [str(b).split(".")[-1].split(":")[0] for b in game.get_available_buttons()]
+
+
+def button_vector(buttons: list[str], held: list[str]) -> list[float]:
+    """make_action's argument that holds down the buttons in `held`."""
+    return [1.0 if b in held else 0.0 for b in buttons]
+
+
 def check_screen_resolution(name: str):
     import vizdoom as vzd
 
@@ -100,13 +110,13 @@ class DoomEnvironment:
             self._game.init()
         except Exception as error:
             raise ConfigError(f"ViZDoom could not start {scenario.cfg_path}: {error}") from error
-        buttons = [str(b).split(".")[-1].split(":")[0] for b in self._game.get_available_buttons()]
+        buttons = button_names(self._game)
         combos = scenario.actions or [[b] for b in buttons if not b.endswith("_DELTA")]
         unknown = sorted({b for combo in combos for b in combo} - set(buttons))
         if unknown:
             raise ConfigError(f"preset for {scenario.name} uses buttons {unknown} that its cfg does not make "
                               f"available ({buttons})")
-        self._actions = [[1.0 if b in combo else 0.0 for b in buttons] for combo in combos]
+        self._actions = [button_vector(buttons, combo) for combo in combos]
         self.action_names = ["+".join(combo) for combo in combos]
         self.num_actions = len(self._actions)
         self._frame_skip = frame_skip
