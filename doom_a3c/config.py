@@ -47,6 +47,9 @@ class TrainConfig:
     workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
     envs_per_worker: int = _flag(4, "environments each worker steps with one batched forward pass")
     env_threads: int = _flag(2, "threads stepping each worker's games (ViZDoom releases the GIL while its engine runs)")
+    env_processes: int = _flag(0, "0: each worker's games run in this process (stepped by --env-threads threads); P > 0: "
+                               "they run in P child processes per worker, outside this process's GIL (ale-py holds "
+                               "the GIL while it emulates). Threaded trainers only: Ray workers are processes already")
     seed: int = _flag(0, "base random seed; worker i uses seed + i")
     trainer: str = _flag("a3c", "'a3c': each worker acts with its own local copy and applies its own gradients; "
                          "'ga3c' (seed 003): --workers runner threads send observations to one predictor that acts "
@@ -118,7 +121,7 @@ class TrainConfig:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
         non_negative = ["frame_skip", "reward_scale", "max_steps", "max_minutes", "gif_every",
-                        "save_every_episodes", "value_coef", "policy_coef", "entropy_coef", "keep_checkpoints"]
+                        "save_every_episodes", "env_processes", "value_coef", "policy_coef", "entropy_coef", "keep_checkpoints"]
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")

@@ -3,12 +3,17 @@
 ViZDoom runs each game in its own engine process and releases the GIL while it waits for it, so
 games stepped from two threads run side by side (measured on 2 cores: 2.1k steps/s from one thread,
 6.3k/s from two). The batch splits its games into `threads` contiguous slices and steps the slices
-concurrently; with one thread it is a plain loop with no thread hand-off at all.
+concurrently; with one thread it is a plain loop with no thread hand-off at all. `ProcessEnvBatch` steps
+them in child processes instead (--env-processes), for games that hold the GIL while they run (Atari).
 """
 from __future__ import annotations
 
+import functools
+import gc
+import multiprocessing
+import signal
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -71,3 +76,139 @@ class EnvBatch:
             self._pool.shutdown(wait=True)
         for env in self.envs:
             env.close()
+
+
+
+# ---- games in child processes (--env-processes) ---------------------------------------------------
+
+def _serve_games(connection, factories: Sequence[Callable[[], Environment]]) -> None:
+    """Child process body: build this slice's games, then step them on request until told to close."""
+    # The trainer handles Ctrl-C and SIGTERM (it saves, then closes us); a signal here would lose the game.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    gc.freeze()  # the forked trainer's objects: the collector must not touch (and so copy) their pages
+    batch = None
+    try:
+        batch = EnvBatch([make() for make in factories], threads=1)
+        first = batch.envs[0]
+        connection.send(("ok", {"num_actions": first.num_actions,
+                                "observation_shape": tuple(getattr(first, "observation_shape", ())),
+                                "seconds_per_step": getattr(first, "seconds_per_step", None)}))
+        while True:
+            command, argument = connection.recv()
+            if command == "close":
+                break
+            connection.send(("ok", getattr(batch, command)(*argument)))
+    except EOFError:  # the trainer is gone
+        pass
+    except BaseException as error:  # noqa: BLE001 - the trainer raises it in the worker that asked
+        connection.send(("error", f"{type(error).__name__}: {error}"))
+    finally:
+        if batch is not None:
+            batch.close()
+        connection.close()
+
+
+class ProcessEnvBatch:
+    """EnvBatch's interface, with the games built and stepped in `processes` child processes (contiguous
+    slices), so that their emulation runs outside the trainer's GIL. ale-py holds the GIL while it emulates,
+    which stalls every other worker thread's Python; a child process has a GIL of its own.
+
+    A step sends every child its slice's actions first and then collects the answers, so the children step
+    side by side. Children are forked (the trainer's modules are already loaded) before TensorFlow starts
+    its threads; they build their games from `factories` themselves.
+    """
+
+    def __init__(self, factories: Sequence[Callable[[], Environment]], processes: int = 1):
+        if not factories:
+            raise ValueError("an EnvBatch needs at least one environment")
+        processes = max(1, min(processes, len(factories)))
+        bounds = np.linspace(0, len(factories), processes + 1).round().astype(int)
+        self._slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        self._size = len(factories)
+        context = multiprocessing.get_context("fork")
+        self._connections, self._processes = [], []
+        for part in self._slices:
+            parent_end, child_end = context.Pipe()
+            process = context.Process(target=_serve_games, args=(child_end, list(factories[part])), daemon=True,
+                                      name=f"games-{part.start}-{part.stop}")
+            process.start()
+            child_end.close()
+            self._connections.append(parent_end)
+            self._processes.append(process)
+        try:
+            info = [self._receive(i) for i in range(len(self._slices))][0]
+        except RuntimeError:
+            self.close()
+            raise
+        self.num_actions = info["num_actions"]
+        if info["observation_shape"]:
+            self.observation_shape = info["observation_shape"]
+        if info["seconds_per_step"] is not None:
+            self.seconds_per_step = info["seconds_per_step"]
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _died(self, child: int) -> RuntimeError:
+        process = self._processes[child]
+        process.join(timeout=1)
+        return RuntimeError(f"game process {process.pid} died (exit code {process.exitcode})")
+
+    def _send(self, child: int, command: str, argument: tuple) -> None:
+        try:
+            self._connections[child].send((command, argument))
+        except OSError:  # a broken pipe: the child is gone
+            raise self._died(child) from None
+
+    def _receive(self, child: int):
+        try:
+            status, value = self._connections[child].recv()
+        except (EOFError, OSError):
+            raise self._died(child) from None
+        if status == "error":
+            raise RuntimeError(f"in game process {self._processes[child].pid}: {value}")
+        return value
+
+    def _all(self, command: str, arguments: list[tuple]) -> list:
+        for child, argument in enumerate(arguments):
+            self._send(child, command, argument)
+        return [self._receive(child) for child in range(len(arguments))]
+
+    def reset(self) -> np.ndarray:
+        return np.concatenate(self._all("reset", [()] * len(self._slices)))
+
+    def step(self, actions: np.ndarray) -> BatchStep:
+        actions = np.asarray(actions)
+        parts = self._all("step", [(actions[part],) for part in self._slices])
+        return BatchStep(*(np.concatenate(field) for field in zip(*parts)))
+
+    def screen(self, index: int = 0) -> np.ndarray:
+        child = next(i for i, part in enumerate(self._slices) if part.start <= index < part.stop)
+        self._send(child, "screen", (index - self._slices[child].start,))
+        return self._receive(child)
+
+    def close(self) -> None:
+        for connection, process in zip(self._connections, self._processes):
+            if process.is_alive():
+                try:
+                    connection.send(("close", ()))
+                except OSError:
+                    pass
+        for connection, process in zip(self._connections, self._processes):
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            connection.close()
+
+
+def make_env_group(config, seeds: Sequence[int]) -> "list[Environment] | ProcessEnvBatch":
+    """One worker's games: built here (stepped by --env-threads threads), or with --env-processes P built and
+    stepped in P child processes."""
+    from doom_a3c.envs import make_environment
+
+    if config.env_processes > 0:
+        return ProcessEnvBatch([functools.partial(make_environment, config, seed=seed) for seed in seeds],
+                               config.env_processes)
+    return [make_environment(config, seed=seed) for seed in seeds]

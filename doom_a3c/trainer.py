@@ -24,8 +24,8 @@ import tensorflow as tf
 from doom_a3c.checkpoint import (CONFIG_FILE, LAST, Checkpointer, CheckpointError, RunCounters, ensure_writable_dir,
                                  read_checkpoint_identity, resolve_prefix, restore)
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.envs import (check_environment, clips_rewards, make_environment, observation_shape_of,
-                           reward_scale_for, seconds_per_step)
+from doom_a3c.env_batch import ProcessEnvBatch, make_env_group
+from doom_a3c.envs import check_environment, clips_rewards, observation_shape_of, reward_scale_for, seconds_per_step
 from doom_a3c.exploration import EpsilonSchedule, worker_epsilons
 from doom_a3c.ga3c import build_ga3c
 from doom_a3c.network import build_actor_critic
@@ -103,11 +103,12 @@ class Trainer:
         configure_threads(self.workers_count)
         keras.utils.set_random_seed(cfg.seed)
         # Environments first: they validate the scenario and tell the action count.
-        env_groups = [[make_environment(cfg, seed=cfg.seed + 1000 * w + e) for e in range(cfg.envs_per_worker)]
+        # (With --env-processes, the game processes fork here, before TensorFlow starts any thread.)
+        env_groups = [make_env_group(cfg, [cfg.seed + 1000 * w + e for e in range(cfg.envs_per_worker)])
                       for w in range(self.workers_count)]
-        self.envs = [env for group in env_groups for env in group]
-        num_actions = env_groups[0][0].num_actions
-        observation_shape = observation_shape_of(env_groups[0][0])
+        first = env_groups[0] if isinstance(env_groups[0], ProcessEnvBatch) else env_groups[0][0]
+        num_actions = first.num_actions
+        observation_shape = observation_shape_of(first)
         if self.resume_prefix and num_actions != self.saved_actions:
             raise CheckpointError(f"{self.resume_prefix} has {self.saved_actions} actions but {cfg.scenario} "
                                   f"has {num_actions}; it was made for another scenario or action set")
@@ -144,7 +145,7 @@ class Trainer:
                                            record_every=cfg.gif_every if w == 0 else 0,
                                            clip_rewards=clips_rewards(cfg), epsilon=epsilons[w]))
         self.log = RunLog(cfg.model_dir, cfg, resumed_episodes=self.episodes if self.resume_prefix else None)
-        self.seconds_per_frame = seconds_per_step(cfg, env_groups[0][0])
+        self.seconds_per_frame = seconds_per_step(cfg, first)
 
     # ---- the loop --------------------------------------------------------------------------------
     def run(self) -> int:

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from doom_a3c.config import TrainConfig
-from doom_a3c.env_batch import EnvBatch
+from doom_a3c.env_batch import EnvBatch, ProcessEnvBatch
 from doom_a3c.envs import Environment
 from doom_a3c.exploration import EpsilonSchedule, apply_epsilon
 from doom_a3c.gradients import process_gradients
@@ -153,7 +153,8 @@ class GameRunner:
         self.reward_scale = reward_scale
         self.record_every = record_every
         self.rng = np.random.default_rng(seed)
-        self.envs = EnvBatch(envs, threads=config.env_threads)
+        # A ProcessEnvBatch (--env-processes) comes ready-made: its games were built in its child processes.
+        self.envs = envs if isinstance(envs, ProcessEnvBatch) else EnvBatch(envs, threads=config.env_threads)
         batch = len(envs)
         self._observations = self.envs.reset()  # [B, *obs]
         self._starts = np.ones(batch, np.float32)

@@ -1,8 +1,12 @@
-"""EnvBatch: stepping a worker's games together, from one thread or several, with automatic resets."""
+"""EnvBatch: stepping a worker's games together, from one thread or several, with automatic resets;
+ProcessEnvBatch: the same games built and stepped in child processes."""
+import os
+import signal
+
 import numpy as np
 import pytest
 
-from doom_a3c.env_batch import EnvBatch
+from doom_a3c.env_batch import EnvBatch, ProcessEnvBatch
 from doom_a3c.envs import StepResult
 
 
@@ -81,3 +85,76 @@ def test_a_game_error_reaches_the_caller_from_a_pool_thread():
     with pytest.raises(RuntimeError, match="engine 1 died"):
         batch.step(np.zeros(2, int))
     batch.close()
+
+
+# ---- ProcessEnvBatch -------------------------------------------------------------------------------------
+
+def counting_factories(count=5, fail_at=None):
+    return [lambda i=i: CountingEnv(i, length=2 + i, fail_at=fail_at if i == count - 1 else None)
+            for i in range(count)]
+
+
+@pytest.mark.parametrize("processes", [1, 2, 5, 9])
+def test_child_processes_give_the_same_results_as_a_plain_loop(processes):
+    first, expected, _ = run(1)
+    batch = ProcessEnvBatch(counting_factories(), processes)
+    try:
+        assert len(batch) == 5 and batch.num_actions == 3
+        np.testing.assert_array_equal(batch.reset(), first)
+        for want in expected:
+            got = batch.step(np.arange(5) % 3)
+            for x, y in zip(want, got):
+                np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(batch.screen(3), np.full((2, 2, 3), 3, np.uint8))  # the 3rd game's screen
+    finally:
+        batch.close()
+
+
+def test_the_games_live_in_the_children_and_close_stops_them():
+    batch = ProcessEnvBatch(counting_factories(4), processes=2)
+    children = [p for p in batch._processes]
+    assert len(children) == 2 and all(p.is_alive() and p.pid != os.getpid() for p in children)
+    batch.close()
+    assert not any(p.is_alive() for p in children)
+
+
+def test_a_game_error_in_a_child_reaches_the_caller():
+    batch = ProcessEnvBatch(counting_factories(2, fail_at=2), processes=2)
+    try:
+        batch.reset()
+        batch.step(np.zeros(2, int))
+        with pytest.raises(RuntimeError, match="engine 1 died"):
+            batch.step(np.zeros(2, int))
+    finally:
+        batch.close()
+
+
+def test_a_child_that_dies_is_an_error_not_a_hang():
+    batch = ProcessEnvBatch(counting_factories(2), processes=2)
+    try:
+        batch.reset()
+        os.kill(batch._processes[1].pid, signal.SIGKILL)
+        with pytest.raises(RuntimeError, match="died"):
+            batch.step(np.zeros(2, int))
+    finally:
+        batch.close()
+
+
+def test_a_game_that_cannot_be_built_fails_the_constructor():
+    def broken():
+        raise ValueError("no such ROM")
+
+    with pytest.raises(RuntimeError, match="no such ROM"):
+        ProcessEnvBatch([broken], processes=1)
+
+
+def test_ctrl_c_is_left_to_the_trainer():
+    """SIGINT reaches the whole process group on Ctrl-C: the children ignore it and keep their games, so the
+    trainer can finish its rollout and save."""
+    batch = ProcessEnvBatch(counting_factories(2), processes=1)
+    try:
+        batch.reset()
+        os.kill(batch._processes[0].pid, signal.SIGINT)
+        assert batch.step(np.zeros(2, int)).observations.tolist() == [[0, 1], [1, 1]]
+    finally:
+        batch.close()

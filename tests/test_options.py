@@ -124,8 +124,7 @@ def test_trainer_gives_each_worker_its_own_final_epsilon(tmp_path, monkeypatch):
         assert all(s.decay_steps == 100 for s in schedules)
     finally:
         trainer.log.close()
-        for env in trainer.envs:
-            env.close()
+        trainer._close_workers()
 
 
 # ---- learning targets ------------------------------------------------------------------------------
