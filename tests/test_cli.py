@@ -390,6 +390,46 @@ def test_sigterm_stops_cleanly_with_a_final_checkpoint(tmp_path):
     assert counters["episodes"] >= 5  # saved at the stop, not earlier (periodic saves were off)
 
 
+def _children(pid):
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                if int(handle.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_games_in_child_processes_learn_save_and_stop_with_the_trainer(tmp_path):
+    """--env-processes 2: the games run in forked children; SIGTERM to the trainer still saves, and the children
+    (and the ViZDoom engines under them) end with it."""
+    import signal
+
+    from doom_a3c.checkpoint import read_checkpoint_identity
+
+    model_dir = tmp_path / "run"
+    proc = start_training(model_dir, tmp_path / "frames", "--env-processes", "2", "--workers", "2",
+                          "--envs-per-worker", "4")
+    try:
+        assert wait_for(lambda: len(read_rows(model_dir / "progress.csv")) >= 5 if (model_dir / "progress.csv").exists()
+                        else False), "training never produced episodes"
+        game_processes = [p for p in _children(proc.pid) if "train.py" in open(f"/proc/{p}/cmdline").read()]
+        engines = [e for p in game_processes for e in _children(p)]
+        assert len(game_processes) == 4 and len(engines) == 8  # 2 workers x 2 processes, each with 2 engines
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr[-2000:]
+    assert "SIGTERM" in stdout
+    assert json.loads((model_dir / "config.json").read_text())["env_processes"] == 2
+    _, _, counters = read_checkpoint_identity(str(model_dir / "last.ckpt"))
+    assert counters["episodes"] >= 5
+    assert wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in game_processes + engines), seconds=10)
+
+
 def test_kill_9_then_resume(tmp_path):
     from doom_a3c.checkpoint import read_checkpoint_identity
 
