@@ -17,6 +17,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from doom_a3c.config import TrainConfig
 from doom_a3c.envs import Environment
 
 
@@ -27,16 +28,21 @@ class BatchStep(NamedTuple):
     game_overs: np.ndarray  # [E] bool, the game really ended (and was reset); an Atari life loss is a done only
 
 
+def contiguous_slices(count: int, parts: int) -> list[slice]:
+    """`count` games split into `parts` (at most `count`, at least 1) contiguous slices of near-equal size."""
+    parts = max(1, min(parts, count))
+    bounds = np.linspace(0, count, parts + 1).round().astype(int)
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 class EnvBatch:
     def __init__(self, envs: Sequence[Environment], threads: int = 1):
         if not envs:
             raise ValueError("an EnvBatch needs at least one environment")
         self.envs = list(envs)
         self.num_actions = self.envs[0].num_actions
-        threads = max(1, min(threads, len(self.envs)))
-        bounds = np.linspace(0, len(self.envs), threads + 1).round().astype(int)
-        self._slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-        self._pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="env") if threads > 1 else None
+        self._slices = contiguous_slices(len(self.envs), threads)
+        self._pool = ThreadPoolExecutor(len(self._slices) - 1, thread_name_prefix="env") if len(self._slices) > 1 else None
         self._observations: np.ndarray | None = None
         self._rewards = np.zeros(len(self.envs), np.float32)
         self._dones = np.zeros(len(self.envs), bool)
@@ -122,9 +128,7 @@ class ProcessEnvBatch:
     def __init__(self, factories: Sequence[Callable[[], Environment]], processes: int = 1):
         if not factories:
             raise ValueError("an EnvBatch needs at least one environment")
-        processes = max(1, min(processes, len(factories)))
-        bounds = np.linspace(0, len(factories), processes + 1).round().astype(int)
-        self._slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        self._slices = contiguous_slices(len(factories), processes)
         self._size = len(factories)
         context = multiprocessing.get_context("fork")
         self._connections, self._processes = [], []
@@ -203,7 +207,7 @@ class ProcessEnvBatch:
             connection.close()
 
 
-def make_env_group(config, seeds: Sequence[int]) -> "list[Environment] | ProcessEnvBatch":
+def make_env_group(config: TrainConfig, seeds: Sequence[int]) -> list[Environment] | ProcessEnvBatch:
     """One worker's games: built here (stepped by --env-threads threads), or with --env-processes P built and
     stepped in P child processes."""
     from doom_a3c.envs import make_environment
