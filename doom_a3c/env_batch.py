@@ -8,9 +8,11 @@ them in child processes instead (--env-processes), for games that hold the GIL w
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import gc
 import multiprocessing
+import os
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple, Sequence
@@ -93,6 +95,7 @@ def _serve_games(connection, factories: Sequence[Callable[[], Environment]]) -> 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     gc.freeze()  # the forked trainer's objects: the collector must not touch (and so copy) their pages
+    trainer = os.getppid()
     batch = None
     try:
         batch = EnvBatch([make() for make in factories], threads=1)
@@ -101,6 +104,11 @@ def _serve_games(connection, factories: Sequence[Callable[[], Environment]]) -> 
                                 "observation_shape": tuple(getattr(first, "observation_shape", ())),
                                 "seconds_per_step": getattr(first, "seconds_per_step", None)}))
         while True:
+            if not connection.poll(1.0):
+                # A killed trainer may leave our pipe open in its other game processes: look for it by pid.
+                if os.getppid() != trainer:
+                    break
+                continue
             command, argument = connection.recv()
             if command == "close":
                 break
@@ -132,6 +140,8 @@ class ProcessEnvBatch:
         self._size = len(factories)
         context = multiprocessing.get_context("fork")
         self._connections, self._processes = [], []
+        # Before multiprocessing's own exit hook, which would wait forever on children that ignore SIGTERM.
+        atexit.register(self.close)
         for part in self._slices:
             parent_end, child_end = context.Pipe()
             process = context.Process(target=_serve_games, args=(child_end, list(factories[part])), daemon=True,
@@ -193,6 +203,7 @@ class ProcessEnvBatch:
         return self._receive(child)
 
     def close(self) -> None:
+        atexit.unregister(self.close)
         for connection, process in zip(self._connections, self._processes):
             if process.is_alive():
                 try:

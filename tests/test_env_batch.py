@@ -2,6 +2,9 @@
 ProcessEnvBatch: the same games built and stepped in child processes."""
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -158,3 +161,38 @@ def test_ctrl_c_is_left_to_the_trainer():
         assert batch.step(np.zeros(2, int)).observations.tolist() == [[0, 1], [1, 1]]
     finally:
         batch.close()
+
+
+KILLED_TRAINER = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+sys.path.insert(0, {tests!r})
+from doom_a3c.env_batch import ProcessEnvBatch
+from test_env_batch import counting_factories
+batches = [ProcessEnvBatch(counting_factories(2), processes=2) for _ in range(2)]
+print(" ".join(str(p.pid) for b in batches for p in b._processes), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_game_processes_end_when_the_trainer_is_killed():
+    """kill -9 of the trainer: every game process notices within seconds, even those whose pipe a later-forked
+    sibling still holds open."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = KILLED_TRAINER.format(root=os.path.dirname(here), tests=here)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    pids = [int(p) for p in proc.stdout.split()]
+    assert len(pids) == 4
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    deadline = time.time() + 15
+    while any(alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in pids)
