@@ -154,7 +154,9 @@ class AtariEnvironment:
             raise ConfigError(f"frame skip must be >= 1 for Atari, got {frame_skip}")
         if noop_max < 0:
             raise ConfigError(f"noop_max must be >= 0, got {noop_max}")
-        base = _make(env_id, frameskip=1, render_mode="rgb_array")
+        # The wrapper reads its grey frames from the ALE itself; the base env's own per-frame observation is
+        # thrown away, and grey costs the emulator less than colour (GIFs read the colour screen directly).
+        base = _make(env_id, frameskip=1, render_mode="rgb_array", obs_type="grayscale")
         self._env = gym.wrappers.AtariPreprocessing(
             base, noop_max=noop_max, frame_skip=frame_skip, screen_size=frame_size,
             terminal_on_life_loss=False, grayscale_obs=True, grayscale_newaxis=True, scale_obs=False)

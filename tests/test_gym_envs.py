@@ -81,6 +81,31 @@ def test_atari_observations_are_84x84_grey_uint8_and_screen_is_full_colour(env_i
         environment.close()
 
 
+def test_the_grey_base_env_changes_nothing_the_agent_sees(monkeypatch):
+    """The base ALE env observes in grey (cheaper than colour, and the preprocessing reads the ALE itself):
+    observations, rewards and episode ends equal those of a colour base env, step by step."""
+    from doom_a3c import gym_envs
+
+    grey = AtariEnvironment("ALE/Breakout-v5", seed=3)
+    make = gym_envs._make
+    monkeypatch.setattr(gym_envs, "_make", lambda env_id, **kwargs: make(env_id, **{**kwargs, "obs_type": "rgb"}))
+    colour = AtariEnvironment("ALE/Breakout-v5", seed=3)
+    assert grey._env.unwrapped._obs_type == "grayscale" and colour._env.unwrapped._obs_type == "rgb"
+    np.testing.assert_array_equal(grey.reset(), colour.reset())
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        action = int(rng.integers(grey.num_actions))
+        a, b = grey.step(action), colour.step(action)
+        np.testing.assert_array_equal(a.observation, b.observation)
+        assert (a.reward, a.done, a.game_over) == (b.reward, b.done, b.game_over)
+        if a.game_over:
+            np.testing.assert_array_equal(grey.reset(), colour.reset())
+    np.testing.assert_array_equal(grey.screen(), colour.screen())  # GIFs still get the colour screen
+    assert grey.screen().shape == (210, 160, 3)
+    grey.close()
+    colour.close()
+
+
 def test_atari_frame_size_is_the_preprocessing_screen_size():
     """--frame-size reaches gymnasium's AtariPreprocessing: 42x42 grey frames, the same game."""
     environment = make_gym_environment("ALE/Pong-v5", seed=1, frame_size=42)
