@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -370,18 +371,25 @@ def wait_for(predicate, seconds=180):
     return False
 
 
-def test_sigterm_stops_cleanly_with_a_final_checkpoint(tmp_path):
-    import signal
+def has_episodes(model_dir, count: int) -> bool:
+    progress = model_dir / "progress.csv"
+    return progress.exists() and len(read_rows(progress)) >= count
 
+
+def stop_with_sigterm(proc):
+    """SIGTERM as a scheduler sends it; the trainer's (stdout, stderr) once it has exited."""
+    proc.send_signal(signal.SIGTERM)
+    return proc.communicate(timeout=120)
+
+
+def test_sigterm_stops_cleanly_with_a_final_checkpoint(tmp_path):
     from doom_a3c.checkpoint import read_checkpoint_identity
 
     model_dir = tmp_path / "run"
     proc = start_training(model_dir, tmp_path / "frames", "--save-every-minutes", "60", "--save-every-episodes", "0")
     try:
-        assert wait_for(lambda: len(read_rows(model_dir / "progress.csv")) >= 5 if (model_dir / "progress.csv").exists()
-                        else False), "training never produced episodes"
-        proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=120)
+        assert wait_for(lambda: has_episodes(model_dir, 5)), "training never produced episodes"
+        stdout, stderr = stop_with_sigterm(proc)
     finally:
         proc.kill()
     assert proc.returncode == 0, stderr[-2000:]
@@ -405,21 +413,17 @@ def _children(pid):
 def test_games_in_child_processes_learn_save_and_stop_with_the_trainer(tmp_path):
     """--env-processes 2: the games run in forked children; SIGTERM to the trainer still saves, and the children
     (and the ViZDoom engines under them) end with it."""
-    import signal
-
     from doom_a3c.checkpoint import read_checkpoint_identity
 
     model_dir = tmp_path / "run"
     proc = start_training(model_dir, tmp_path / "frames", "--env-processes", "2", "--workers", "2",
                           "--envs-per-worker", "4")
     try:
-        assert wait_for(lambda: len(read_rows(model_dir / "progress.csv")) >= 5 if (model_dir / "progress.csv").exists()
-                        else False), "training never produced episodes"
+        assert wait_for(lambda: has_episodes(model_dir, 5)), "training never produced episodes"
         game_processes = [p for p in _children(proc.pid) if "train.py" in open(f"/proc/{p}/cmdline").read()]
         engines = [e for p in game_processes for e in _children(p)]
         assert len(game_processes) == 4 and len(engines) == 8  # 2 workers x 2 processes, each with 2 engines
-        proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=120)
+        stdout, stderr = stop_with_sigterm(proc)
     finally:
         proc.kill()
     assert proc.returncode == 0, stderr[-2000:]
@@ -432,8 +436,6 @@ def test_games_in_child_processes_learn_save_and_stop_with_the_trainer(tmp_path)
 
 def test_kill_9_then_resume(tmp_path):
     from doom_a3c.checkpoint import read_checkpoint_identity
-
-    import signal
 
     model_dir = tmp_path / "run"
     log = open(tmp_path / "train.log", "w")

@@ -15,6 +15,7 @@ from conftest import REPO_ROOT  # noqa: F401 - puts the repo on sys.path
 from test_cli import read_rows, run
 from test_worker import SHAPE, BrightSideEnv
 
+from doom_a3c.checkpoint import read_checkpoint_identity
 from doom_a3c.config import TrainConfig
 from doom_a3c.ga3c import Predictor, RolloutTrainer, Runner, build_ga3c, concatenate_rollouts
 from doom_a3c.network import ActorCritic, LSTMState
@@ -249,4 +250,6 @@ def test_ga3c_train_play_and_resume_as_a3c(tmp_path):
     assert config["trainer"] == "a3c" and config["workers"] == 2 and config["max_steps"] == 2500
     after = read_rows(model_dir / "progress.csv")
     assert after[: len(rows)] == rows and len(after) > len(rows)
-    assert after[-1]["env_steps"] >= 2500
+    # The step counter, not the last episode's row: no game need end in the last rollouts before the stop.
+    _, _, counters = read_checkpoint_identity(str(model_dir / "last.ckpt"))
+    assert counters["env_steps"] >= 2500 and after[-1]["env_steps"] > rows[-1]["env_steps"]
