@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from doom_a3c.config import TrainConfig
-from doom_a3c.envs import Environment
+from doom_a3c.envs import Environment, make_environment
 
 
 class BatchStep(NamedTuple):
@@ -84,7 +84,6 @@ class EnvBatch:
             self._pool.shutdown(wait=True)
         for env in self.envs:
             env.close()
-
 
 
 # ---- games in child processes (--env-processes) ---------------------------------------------------
@@ -221,8 +220,6 @@ class ProcessEnvBatch:
 def make_env_group(config: TrainConfig, seeds: Sequence[int]) -> list[Environment] | ProcessEnvBatch:
     """One worker's games: built here (stepped by --env-threads threads), or with --env-processes P built and
     stepped in P child processes."""
-    from doom_a3c.envs import make_environment
-
     if config.env_processes > 0:
         return ProcessEnvBatch([functools.partial(make_environment, config, seed=seed) for seed in seeds],
                                config.env_processes)
