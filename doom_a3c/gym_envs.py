@@ -130,7 +130,7 @@ class AtariEnvironment:
       0.25 on every frame (Machado et al. 2018), the `*-v4` ids use 0. They are kept on purpose: they are
       the ALE's recommended source of stochasticity, so scores compare with v5 results, not with
       the deterministic-emulator numbers of the 2016 A3C paper.
-    * Games whose action meanings include FIRE get FIRE and then action 2 pressed after every reset and
+    * Games whose actions start NOOP, FIRE get FIRE and then action 2 pressed after every reset and
       after every lost life, as baselines' `FireResetEnv` does; Breakout otherwise waits forever for a
       serve. This happens whether or not lives are terminal. The (almost always zero) rewards of those
       presses are added to the next step's reward, so the rewards summed over a game equal its score.
@@ -157,16 +157,18 @@ class AtariEnvironment:
         # The wrapper reads its grey frames from the ALE itself; the base env's own per-frame observation is
         # thrown away, and grey costs the emulator less than colour (GIFs read the colour screen directly).
         base = _make(env_id, frameskip=1, render_mode="rgb_array", obs_type="grayscale")
+        self.action_names: list[str] = list(base.unwrapped.get_action_meanings())
+        if self.action_names[0] != "NOOP":  # Backgammon, VideoCheckers: no action that does nothing
+            noop_max = 0  # their random starts come from sticky actions alone
         self._env = gym.wrappers.AtariPreprocessing(
             base, noop_max=noop_max, frame_skip=frame_skip, screen_size=frame_size,
             terminal_on_life_loss=False, grayscale_obs=True, grayscale_newaxis=True, scale_obs=False)
         self._ale = base.unwrapped.ale
         self.observation_shape = (frame_size, frame_size, 1)
         self.seconds_per_step = frame_skip / ATARI_FRAMES_PER_SECOND  # GIFs play at the game's speed
-        self.action_names: list[str] = list(base.unwrapped.get_action_meanings())
         self.num_actions = len(self.action_names)
         self.life_loss_terminal = life_loss_terminal
-        self.fires_on_reset = "FIRE" in self.action_names and self.num_actions >= 3
+        self.fires_on_reset = self.action_names[:2] == ["NOOP", "FIRE"] and self.num_actions >= 3
         self._seed = seed
         self._env.action_space.seed(seed)
         self._seeded = False

@@ -157,6 +157,22 @@ def test_games_without_fire_are_not_fired():
         environment.close()
 
 
+@pytest.mark.parametrize("env_id", ["ALE/Backgammon-v5", "ALE/VideoCheckers-v5"])
+def test_games_whose_first_action_is_not_noop_start_without_noops_or_serve(env_id):
+    # Their action 0 is FIRE: random no-op starts would press it (gymnasium refuses), and FireResetEnv's
+    # serve is for games whose actions begin NOOP, FIRE.
+    environment = make_gym_environment(env_id, seed=0)
+    try:
+        assert environment.action_names[0] == "FIRE" and not environment.fires_on_reset
+        recorder = AleCallRecorder(environment)
+        observation = environment.reset()
+        assert observation.shape == (84, 84, 1) and recorder.actions == []
+        environment.step(environment.num_actions - 1)
+        assert recorder.actions == [environment.num_actions - 1] * 4
+    finally:
+        environment.close()
+
+
 def test_life_loss_can_be_left_non_terminal():
     environment = make_gym_environment("ALE/Breakout-v5", seed=0, life_loss_terminal=False)
     try:
