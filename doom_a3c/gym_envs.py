@@ -64,6 +64,11 @@ def _registered_ids() -> list[str]:
     return list(gym.registry)
 
 
+def registered_atari_ids() -> list[str]:
+    """Every `ALE/<Game>-v5` id with image observations (the `-ram` ids are not registered under ALE/)."""
+    return sorted(i for i in _registered_ids() if i.startswith("ALE/") and i.endswith("-v5"))
+
+
 def is_gym_id(name: str) -> bool:
     """True for a registered gymnasium id ("ALE/Pong-v5", "PongNoFrameskip-v4", "CartPole-v1"), False for
     ViZDoom scenario names ("basic", "basic.wad", "my.cfg")."""

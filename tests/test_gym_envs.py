@@ -5,7 +5,7 @@ import pytest
 
 from doom_a3c.config import ConfigError
 from doom_a3c.gym_envs import (AtariEnvironment, GymStep, VectorEnvironment, is_gym_id, looks_like_gym_id,
-                               make_gym_environment)
+                               make_gym_environment, registered_atari_ids)
 
 MAX_AGENT_STEPS = 5000  # a random Atari game ends far sooner; this only guards against a hang
 
@@ -155,6 +155,12 @@ def test_games_without_fire_are_not_fired():
         assert set(recorder.actions) <= {0}  # only the no-ops
     finally:
         environment.close()
+
+
+def test_registered_atari_ids_are_the_v5_image_games():
+    ids = registered_atari_ids()
+    assert {"ALE/Pong-v5", "ALE/Backgammon-v5", "ALE/Zaxxon-v5"} <= set(ids) and len(ids) >= 100
+    assert all(i.startswith("ALE/") and i.endswith("-v5") and "ram" not in i for i in ids)
 
 
 @pytest.mark.parametrize("env_id", ["ALE/Backgammon-v5", "ALE/VideoCheckers-v5"])
