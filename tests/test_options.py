@@ -268,9 +268,11 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
     """scenarios/atari.toml's [train] table applies to any ALE id, named in a preset or not."""
     for game in ("ALE/Pong-v5", "ALE/Qbert-v5"):
         preset = with_preset_defaults(TrainConfig(scenario=game), explicit={"scenario"})
-        assert preset.rollout == 20 and preset.envs_per_worker == 4
+        assert preset.rollout == 20 and preset.envs_per_worker == 4 and preset.gae_lambda == 0.95
     kept = with_preset_defaults(TrainConfig(scenario="ALE/Pong-v5", rollout=30), explicit={"scenario", "rollout"})
     assert kept.rollout == 30
+    assert with_preset_defaults(TrainConfig(scenario="ALE/Pong-v5", gae_lambda=1.0),
+                                explicit={"scenario", "gae_lambda"}).gae_lambda == 1.0
     assert with_preset_defaults(TrainConfig(scenario="CartPole-v1"), explicit={"scenario"}).rollout == 10  # not Atari
 
 
