@@ -32,7 +32,7 @@ sys.path.insert(0, ROOT)
 from doom_a3c.summaries import read_progress  # noqa: E402
 
 # name -> train.py flags. "a3c-batched" is the scenario's default configuration (no flags: basic.wad's preset,
-# 42x42 frames x 16 games per worker); "a3c-e1" is the seed's (84x84, one game per worker, 30-step rollouts);
+# 42x42 frames x 8 games per worker); "a3c-e1" is the seed's (84x84, one game per worker, 30-step rollouts);
 # "a3c-e4-84" the default before the preset (84x84, 4 games per worker, 30-step rollouts).
 MODES = {
     "a3c-e1": ["--envs-per-worker", "1", "--env-threads", "1", "--frame-size", "84", "--rollout", "30"],
