@@ -33,6 +33,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--out", required=True, help="folder for progress.csv")
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--env-id", default="VizdoomBasic-v1")
+    parser.add_argument("--algo", default="ppo", choices=["ppo", "a2c"],
+                        help="ppo: the peer of issue 4; a2c: SB3's synchronous A2C with its defaults (5-step rollouts)")
     parser.add_argument("--target-reward", type=float, default=None, help="stop once mean-100 reaches this")
     return parser.parse_args()
 
@@ -70,7 +72,7 @@ def main() -> int:
     args = parse_args()
     try:
         import torch
-        from stable_baselines3 import PPO
+        from stable_baselines3 import A2C, PPO
         from stable_baselines3.common.callbacks import BaseCallback
         from stable_baselines3.common.vec_env import DummyVecEnv
     except ImportError as error:
@@ -81,7 +83,10 @@ def main() -> int:
     torch.manual_seed(args.seed)
     make = make_env_factory(args.env_id, args.seed)
     envs = DummyVecEnv([make(i) for i in range(args.envs)])  # SB3's default for make_vec_env
-    model = PPO("CnnPolicy", envs, n_steps=128, seed=args.seed, verbose=0)
+    if args.algo == "ppo":
+        model = PPO("CnnPolicy", envs, n_steps=128, seed=args.seed, verbose=0)
+    else:
+        model = A2C("CnnPolicy", envs, seed=args.seed, verbose=0)
 
     class EpisodeLog(BaseCallback):
         """One progress.csv row per finished episode; stops at the time budget or the target."""

@@ -26,7 +26,7 @@ from doom_a3c.exploration import EpsilonSchedule, apply_epsilon
 from doom_a3c.gradients import process_gradients
 from doom_a3c.losses import a3c_loss
 from doom_a3c.network import ActorCritic, LSTMState
-from doom_a3c.returns import discounted_returns, generalized_advantages, n_step_targets
+from doom_a3c.returns import discounted_returns, generalized_advantages, n_step_targets, standardized
 from doom_a3c.schedules import learning_rate_at
 
 
@@ -98,6 +98,8 @@ def learning_targets(config: TrainConfig, rollout: Rollout, clip_rewards: bool) 
         returns = discounted_returns(rewards, rollout.dones, rollout.bootstrap_values, config.gamma)
         advantages = generalized_advantages(rewards, rollout.values, rollout.dones,
                                             rollout.bootstrap_values, config.gamma, config.gae_lambda)
+    if config.normalize_advantages:
+        advantages = standardized(advantages)
     return returns, advantages
 
 

@@ -141,6 +141,15 @@ def test_reward_clipping_changes_the_learning_targets_only():
     np.testing.assert_allclose(advantages, returns - VALUES, rtol=1e-5)
 
 
+def test_normalized_advantages_have_mean_0_and_std_1_and_leave_the_returns_alone():
+    worker, _ = make_worker(small_config(gae_lambda=1.0, normalize_advantages=True))
+    returns, advantages = targets_seen_by_learn(worker, fake_rollout(REWARDS, DONES, VALUES, [10.0]))
+    np.testing.assert_allclose(returns, discounted_returns(REWARDS, DONES, [10.0], 0.99), rtol=1e-6)
+    raw = returns - VALUES
+    np.testing.assert_allclose(advantages, (raw - raw.mean()) / raw.std(), rtol=1e-5)
+    assert abs(advantages.mean()) < 1e-6 and advantages.std() == pytest.approx(1.0, rel=1e-5)
+
+
 @pytest.mark.parametrize("variant", ["zero", "max"])
 def test_nstep_advantage_uses_n_step_targets(variant):
     worker, _ = make_worker(small_config(advantage="nstep", n_step=2, n_step_variant=variant, gamma=0.5))
@@ -262,6 +271,12 @@ def test_preset_fills_only_the_flags_not_given():
         scenario="defend_the_center")  # no [train] table: the defaults stay
     basic = with_preset_defaults(TrainConfig(), explicit=set())
     assert (basic.frame_size, basic.envs_per_worker, basic.rollout) == (42, 8, 10)  # scenarios/basic.toml
+    assert basic.trainer == "ga3c"
+    # Ray runs only A3C workers: with --distributed ray the preset's trainer is left out, not a refused run.
+    on_ray = with_preset_defaults(TrainConfig(distributed="ray"), explicit={"distributed"})
+    assert on_ray.trainer == "a3c" and on_ray.envs_per_worker == 8
+    on_ray.validate()
+    assert with_preset_defaults(TrainConfig(trainer="a3c"), explicit={"trainer"}).trainer == "a3c"
 
 
 def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():

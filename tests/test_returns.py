@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from doom_a3c.returns import discount, discounted_returns, generalized_advantages
+from doom_a3c.returns import discount, discounted_returns, generalized_advantages, standardized
 
 R = np.array([1.0, 2.0, 3.0])
 V = np.array([0.5, 1.0, 2.0])
@@ -140,3 +140,11 @@ def test_returns_match_naive_loop(gamma):
         running = rewards[t] + gamma * (0.0 if dones[t] else running)
         expected[t] = running
     np.testing.assert_allclose(discounted_returns(rewards, dones, 2.5, gamma), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_standardized_by_hand():
+    # mean 2.5, std sqrt(((1.5^2 + 0.5^2) * 2) / 4) = sqrt(1.25) = 1.1180
+    out = standardized(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_allclose(out, [[-1.3416408, -0.4472136], [0.4472136, 1.3416408]], rtol=1e-6)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(standardized(np.full(5, 7.0)), np.zeros(5))  # no spread: all zero, no NaN
