@@ -74,3 +74,12 @@ def test_peer_environment_is_basic_in_60x80_grey_with_the_games_own_score():
         assert info["episode"]["r"] < -1  # -1 per tic until the episode times out or the monster dies
     finally:
         env.close()
+
+
+def test_throughput_modes_name_their_trainer_whatever_the_preset_says():
+    """basic.wad's preset trains with GA3C: every a3c-* mode must ask for A3C itself."""
+    modes = load_script("throughput").MODES
+    for name, flags in modes.items():
+        if name.startswith("a3c"):
+            assert flags[flags.index("--trainer") + 1] == "a3c", name
+    assert modes["ga3c"][modes["ga3c"].index("--trainer") + 1] == "ga3c"
