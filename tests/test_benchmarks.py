@@ -83,3 +83,15 @@ def test_throughput_modes_name_their_trainer_whatever_the_preset_says():
         if name.startswith("a3c"):
             assert flags[flags.index("--trainer") + 1] == "a3c", name
     assert modes["ga3c"][modes["ga3c"].index("--trainer") + 1] == "ga3c"
+
+
+def test_engine_speed_counts_steps_and_the_cpu_of_python_and_of_the_engines():
+    pytest.importorskip("vizdoom")
+    engine_speed = load_script("engine_speed")
+    from doom_a3c.config import TrainConfig
+    from doom_a3c.scenarios import with_preset_defaults
+
+    config = with_preset_defaults(TrainConfig(scenario="basic.wad"), explicit={"scenario"})
+    rate, python_us, engine_us = engine_speed.measure(config, games=2, seconds=0.5)
+    assert rate > 50  # steps/s: any machine that runs the suite does far more
+    assert python_us > 0 and engine_us > 0  # the engines are separate processes, found and timed
