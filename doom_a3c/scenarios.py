@@ -163,6 +163,4 @@ def with_preset_defaults(config: TrainConfig, explicit: set[str]) -> TrainConfig
     unknown = sorted(set(defaults) - known)
     if unknown:
         raise ConfigError(f"preset for {config.scenario} sets unknown options {unknown}")
-    if config.distributed == "ray":
-        defaults.pop("trainer", None)  # Ray runs A3C workers only: a preset's GA3C must not refuse the run
     return dataclasses.replace(config, **{k: v for k, v in defaults.items() if k not in explicit})

@@ -77,7 +77,7 @@ def test_peer_environment_is_basic_in_60x80_grey_with_the_games_own_score():
 
 
 def test_throughput_modes_name_their_trainer_whatever_the_preset_says():
-    """basic.wad's preset trains with GA3C: every a3c-* mode must ask for A3C itself."""
+    """Every mode names its trainer, so that a preset choosing one cannot change what a mode measures."""
     modes = load_script("throughput").MODES
     for name, flags in modes.items():
         if name.startswith("a3c"):

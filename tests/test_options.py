@@ -271,12 +271,6 @@ def test_preset_fills_only_the_flags_not_given():
         scenario="defend_the_center")  # no [train] table: the defaults stay
     basic = with_preset_defaults(TrainConfig(), explicit=set())
     assert (basic.frame_size, basic.envs_per_worker, basic.rollout) == (42, 8, 10)  # scenarios/basic.toml
-    assert basic.trainer == "ga3c"
-    # Ray runs only A3C workers: with --distributed ray the preset's trainer is left out, not a refused run.
-    on_ray = with_preset_defaults(TrainConfig(distributed="ray"), explicit={"distributed"})
-    assert on_ray.trainer == "a3c" and on_ray.envs_per_worker == 8
-    on_ray.validate()
-    assert with_preset_defaults(TrainConfig(trainer="a3c"), explicit={"trainer"}).trainer == "a3c"
 
 
 def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
