@@ -25,23 +25,12 @@ from doom_a3c.config import TrainConfig  # noqa: E402
 from doom_a3c.envs import make_environment  # noqa: E402
 from doom_a3c.scenarios import with_preset_defaults  # noqa: E402
 
+from benchmarks.throughput import children_by_parent  # noqa: E402
+
 
 def process_cpu_seconds(pid: int) -> float:
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
-def child_pids() -> list[int]:
-    """The engine processes ViZDoom started for us (our direct children)."""
-    me, found = str(os.getpid()), []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1] == me:
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 def play(env, seconds: float, seed: int, counts: list[int], slot: int) -> None:
@@ -60,7 +49,7 @@ def measure(config: TrainConfig, games: int, seconds: float) -> tuple[float, flo
     """(steps/s, Python CPU us per step, engine CPU us per step) for `games` games, one thread each."""
     envs = [make_environment(config, seed=i) for i in range(games)]
     try:
-        engines = child_pids()
+        engines = children_by_parent().get(os.getpid(), [])  # the engine processes ViZDoom started for us
         engine_before = sum(process_cpu_seconds(p) for p in engines)
         python_before, start = time.process_time(), time.perf_counter()
         counts = [0] * games

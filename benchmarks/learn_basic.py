@@ -94,6 +94,7 @@ def main() -> int:
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
     out = args.out or tempfile.mkdtemp(prefix="learn_basic_")
+    peer_minutes = args.peer_minutes or args.minutes
     ours: list[Result] = []
     peers: list[Result] = []
     for seed in args.seeds:
@@ -108,14 +109,14 @@ def main() -> int:
             # Right after ours, so that both see the same machine (a shared machine's speed drifts).
             peer_dir = os.path.join(out, f"peer_seed{seed}")
             command = [args.peer_python, os.path.join(ROOT, "benchmarks", "peer_sb3.py"), "--seed", str(seed),
-                       "--minutes", str(args.peer_minutes or args.minutes), "--out", peer_dir]
+                       "--minutes", str(peer_minutes), "--out", peer_dir]
             if args.stop_at_threshold:
                 command += ["--target-reward", str(args.threshold)]
             peers.append(run_once(f"peer seed {seed}", command, peer_dir, args.threshold))
     our_time, our_rate = summarize("doom_a3c", ours, args.threshold, args.minutes)
     if peers:
         peer_time, peer_rate = summarize("peer (SB3 PPO, benchmarks/peer_sb3.py)", peers, args.threshold,
-                                         args.peer_minutes or args.minutes)
+                                         peer_minutes)
         times = (f"the peer's median time to threshold is {peer_time / our_time:.2f}x ours (a seed that never got "
                  f"there counts as infinite)" if math.isfinite(our_time) else "our median run did not get there")
         print(f"\nratios, measured in this sitting: env steps/s {our_rate / peer_rate:.2f}x the peer's; {times}")

@@ -45,7 +45,7 @@ MODES = {
 }
 
 
-def _children_by_parent() -> dict[int, list[int]]:
+def children_by_parent() -> dict[int, list[int]]:
     """One scan of /proc: parent pid -> child pids."""
     found: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -74,7 +74,7 @@ def _rss_mib(pid: int) -> float:
 def tree_rss_mib(pid: int) -> float:
     """Resident size of a process and all its descendants (the ViZDoom engines run as child processes; a local
     Ray instance's workers are children of its raylet, itself a child of train.py)."""
-    children = _children_by_parent()
+    children = children_by_parent()
     total, todo = 0.0, [pid]
     while todo:
         current = todo.pop()

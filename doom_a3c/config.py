@@ -64,7 +64,9 @@ class TrainConfig:
     rollout: int = _flag(30, "environment steps per rollout before a gradient update")
     gamma: float = _flag(0.99, "discount factor")
     gae_lambda: float = _flag(1.0, "GAE lambda (1.0 = the seed's plain discounted advantages)")
-    normalize_advantages: bool = _flag(False, "scale each update's advantages to mean 0 and std 1 (as PPO implementations do): the policy gradient's size then no longer depends on the reward scale")
+    normalize_advantages: bool = _flag(False, "scale each update's advantages to mean 0 and std 1 (as PPO "
+                                       "implementations do): the policy gradient's size then no longer depends "
+                                       "on the reward scale")
     value_coef: float = _flag(0.5, "weight of the value loss")
     policy_coef: float = _flag(1.0, "weight of the policy-gradient loss")
     entropy_coef: float = _flag(0.01, "weight of the entropy bonus")

@@ -130,4 +130,4 @@ def n_step_advantages(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray
 def standardized(values: np.ndarray, epsilon: float = 1e-8) -> np.ndarray:
     """values shifted and scaled to mean 0 and standard deviation 1 over the whole array (float32)."""
     values = np.asarray(values, np.float32)
-    return ((values - values.mean()) / (values.std() + epsilon)).astype(np.float32)
+    return (values - values.mean()) / (values.std() + np.float32(epsilon))
