@@ -3,6 +3,7 @@ import csv
 import importlib.util
 import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -95,3 +96,60 @@ def test_engine_speed_counts_steps_and_the_cpu_of_python_and_of_the_engines():
     rate, python_us, engine_us = engine_speed.measure(config, games=2, seconds=0.5)
     assert rate > 50  # steps/s: any machine that runs the suite does far more
     assert python_us > 0 and engine_us > 0  # the engines are separate processes, found and timed
+
+
+# Sample Factory's log, as its runner prints it (colour codes included): a frame report, then the mean score of
+# its last 100 episodes in its x 0.01 units, every 5 s.
+SF_LOG = """\x1b[36m[2026-11-23 08:01:29,114][25860] Fps is (10 sec: nan, 60 sec: nan, 300 sec: nan). Total num frames: 0. Throughput: 0: nan. Samples: 0. Policy #0 lag: (min: -1.0, avg: -1.0, max: -1.0)\x1b[0m
+\x1b[36m[2026-11-23 08:01:29,115][25860] Avg episode reward: [(0, '-0.913')]\x1b[0m
+\x1b[37m\x1b[1m[2026-11-23 08:01:31,000][25881] Updated weights for policy 0, policy_version 1 (0.0016)\x1b[0m
+\x1b[36m[2026-11-23 08:01:34,114][25860] Fps is (10 sec: 819.2, 60 sec: 819.2, 300 sec: 819.2). Total num frames: 4096. Throughput: 0: 368.4. Samples: 1842. Policy #0 lag: (min: 0.0, avg: 0.0, max: 0.0)\x1b[0m
+\x1b[36m[2026-11-23 08:01:34,115][25860] Avg episode reward: [(0, '0.500')]\x1b[0m
+\x1b[36m[2026-11-23 08:01:39,114][25860] Fps is (10 sec: 819.1, 60 sec: 819.1, 300 sec: 819.1). Total num frames: 8192. Throughput: 0: 274.2. Samples: 2742. Policy #0 lag: (min: 0.0, avg: 0.0, max: 0.0)\x1b[0m
+\x1b[36m[2026-11-23 08:01:39,115][25860] Avg episode reward: [(0, '0.812')]\x1b[0m
+"""
+
+
+def test_sample_factory_log_gives_seconds_env_steps_and_unscaled_mean_100():
+    peer = load_script("peer_sample_factory")
+    points = peer.parse_log(SF_LOG.splitlines())
+    # The report at 0 frames is skipped (no episode yet); 4,096 frames at frame skip 4 are 1,024 env steps,
+    # 5.001 s after the first frame report; 0.5 and 0.812 in its x 0.01 units are scores of 50 and 81.2.
+    assert [(round(w, 3), s, round(m, 6)) for w, s, m in points] == [(5.001, 1024, 50.0), (10.001, 2048, 81.2)]
+    result = peer.result_of(points, threshold=80.0)
+    assert result.reached == pytest.approx((10.001, 2048))
+    assert result.final == pytest.approx(81.2)
+    assert result.rate == pytest.approx(2048 / 10.001)
+    assert peer.result_of(points, threshold=90.0).reached is None
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a killed orphan stays a zombie until something reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_sample_factory_run_is_stopped_with_all_its_processes_once_the_threshold_is_reached(tmp_path, capsys):
+    """A stand-in for Sample Factory's Python prints the log above, starts a child that ignores SIGTERM, then
+    would run for a minute: the runner must stop it, child included, as soon as the mean reaches 80."""
+    peer = load_script("peer_sample_factory")
+    (tmp_path / "log.txt").write_text(SF_LOG)
+    pid_file = tmp_path / "child.pid"
+    fake = tmp_path / "fake_python"
+    # The child ignores SIGTERM, as ViZDoom's engines and multiprocessing's resource tracker do.
+    fake.write_text(f"#!/bin/sh\nsh -c \"trap '' TERM; exec sleep 60\" & echo $! > {pid_file}\n"
+                    f"cat {tmp_path / 'log.txt'}\nsleep 60\n")
+    fake.chmod(0o755)
+    started = time.monotonic()
+    result = peer.run_seed(str(fake), seed=3, minutes=1.0, threshold=80.0, out=str(tmp_path), workers=2, envs=4)
+    assert time.monotonic() - started < 30
+    assert result.reached == pytest.approx((10.001, 2048))
+    child = int(pid_file.read_text())
+    time.sleep(0.5)
+    assert not running(child)  # the worker stand-in went with its parent's session
+    rows = list(csv.reader(open(tmp_path / "seed3_mean100.csv")))
+    assert rows[0] == ["wall_s", "env_steps", "mean100"] and len(rows) == 3
+    assert "mean-100 >= 80 at 10 s (2,048 env steps)" in capsys.readouterr().out

@@ -270,7 +270,7 @@ def test_preset_fills_only_the_flags_not_given():
     assert with_preset_defaults(TrainConfig(scenario="defend_the_center"), explicit=set()) == TrainConfig(
         scenario="defend_the_center")  # no [train] table: the defaults stay
     basic = with_preset_defaults(TrainConfig(), explicit=set())
-    assert (basic.frame_size, basic.envs_per_worker, basic.rollout) == (42, 8, 10)  # scenarios/basic.toml
+    assert (basic.frame_size, basic.envs_per_worker, basic.rollout, basic.gamma) == (42, 8, 10, 0.9)  # basic.toml
 
 
 def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
