@@ -27,7 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from learn_basic import Result, summarize  # noqa: E402
+from learn_basic import Result, headline, summarize  # noqa: E402
 
 FRAME_SKIP = 4  # doom_basic's env_frameskip: Sample Factory counts frames, we count agent steps
 REWARD_SCALE = 0.01  # doom_basic's reward_scaling: its log shows scaled scores
@@ -54,9 +54,9 @@ def parse_log(lines: list[str]) -> list[tuple[float, float, float]]:
 
 
 def result_of(points: list[tuple[float, float, float]], threshold: float) -> Result:
-    reached = next(((wall, steps) for wall, steps, mean in points if mean >= threshold), None)
     if not points:
         return Result(None, float("nan"), float("nan"))
+    reached = next(((wall, steps) for wall, steps, mean in points if mean >= threshold), None)
     wall, steps, mean = points[-1]
     return Result(reached, mean, steps / wall if wall > 0 else float("nan"))
 
@@ -101,9 +101,7 @@ def run_seed(sf_python: str, seed: int, minutes: float, threshold: float, out: s
         writer.writerow(["wall_s", "env_steps", "mean100"])
         writer.writerows(points)
     result = result_of(points, threshold)
-    shown = (f"at {result.reached[0]:.0f} s ({int(result.reached[1]):,} env steps)" if result.reached
-             else "not reached")
-    print(f"peer (Sample Factory) seed {seed}: mean-100 >= {threshold:g} {shown}; final mean-100 {result.final:.1f}; "
+    print(f"{headline(f'peer (Sample Factory) seed {seed}', result, threshold)}; "
           f"{int(points[-1][1]) if points else 0:,} env steps at {result.rate:,.0f} env steps/s", flush=True)
     return result
 
