@@ -5,9 +5,9 @@ import sys
 
 
 def main() -> int:
-    from doom_a3c.config import _OneLineErrorParser
+    from doom_a3c.config import OneLineErrorParser
 
-    parser = _OneLineErrorParser(description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = OneLineErrorParser(description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--model", required=True, help="checkpoint prefix (models/last.ckpt) or a run folder")
     parser.add_argument("--out", required=True, help="folder for the GIFs and results.json")
     parser.add_argument("--episodes", type=int, default=3, help="episodes to play")

@@ -5,28 +5,10 @@ import sys
 
 
 def main() -> int:
-    from doom_a3c.config import ConfigError, TrainConfig, build_parser, config_from_args, explicit_fields
+    from doom_a3c.config import build_parser, given_values
+    from doom_a3c.training import train_from_flags
 
-    args = build_parser(__doc__).parse_args()
-    base = None
-    if getattr(args, "resume", False):
-        from doom_a3c.checkpoint import CheckpointError, read_checkpoint_identity, resolve_prefix
-
-        model_dir = getattr(args, "model_dir", TrainConfig.model_dir)
-        try:
-            base, _, _ = read_checkpoint_identity(resolve_prefix(model_dir))
-        except CheckpointError as error:
-            print(f"error: cannot resume: {error}", file=sys.stderr)
-            return 2
-    config = config_from_args(args, base)
-    from doom_a3c.trainer import train
-
-    try:
-        config.validate()
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return train(config, explicit_fields(args))
+    return train_from_flags(given_values(build_parser(__doc__).parse_args()))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
@@ -23,6 +24,15 @@ CONFIG_FILE = "config.json"
 
 class CheckpointError(RuntimeError):
     """A checkpoint that is missing, corrupt, or made for something else: a one-line user error."""
+
+
+class SavedRun(NamedTuple):
+    """What a checkpoint says about its run, read without building anything."""
+
+    prefix: str
+    config: dict[str, Any]  # as saved (an older doom_a3c's may lack values: resolve.upgrade_saved_config)
+    num_actions: int
+    counters: dict[str, float]  # env_steps, episodes, updates, wall_seconds
 
 
 class RunCounters(tf.Module):
@@ -109,7 +119,7 @@ def resolve_prefix(path: str) -> str:
     return path
 
 
-def read_checkpoint_identity(prefix: str) -> tuple[TrainConfig, int, dict[str, float]]:
+def read_checkpoint(prefix: str) -> SavedRun:
     """The config, action count and counters stored in a checkpoint, without building anything."""
     try:
         reader = tf.train.load_checkpoint(prefix)
@@ -117,9 +127,11 @@ def read_checkpoint_identity(prefix: str) -> tuple[TrainConfig, int, dict[str, f
         def value(name: str):
             return reader.get_tensor(f"run/{name}/.ATTRIBUTES/VARIABLE_VALUE")
 
-        config = TrainConfig.from_dict(json.loads(value("config_json")))
+        config = json.loads(value("config_json"))  # an older doom_a3c saved NaN: Python's reader takes it
+        if not isinstance(config, dict):
+            raise ValueError("its config is not a JSON object")
         counters = {k: value(k).item() for k in ("env_steps", "episodes", "updates", "wall_seconds")}
-        return config, int(value("num_actions")), counters
+        return SavedRun(prefix, config, int(value("num_actions")), counters)
     except (tf.errors.OpError, ValueError, KeyError, IndexError, UnicodeDecodeError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"checkpoint {prefix} is corrupt, truncated or not a doom_a3c checkpoint ({reason})") from None

@@ -1,20 +1,23 @@
-"""Every hyperparameter of a run, in one typed config that is saved beside each checkpoint.
+"""Every setting of a run, in one typed config that is saved whole beside each checkpoint.
 
 The command line is generated from the dataclass fields, so a flag, its default and its help text
-live in exactly one place. `play.py` and `--resume` read the saved JSON back; only flags given
-explicitly on the command line override it (the Sample Factory convention).
+live in one place. Fields whose default is None ("the preset's") and the environment fields
+(`env_kind`, `scenario_path`, `actions`, ...) are filled in once, by doom_a3c/resolve.py, when a run
+starts; from then on the config is complete and concrete, and that is what the checkpoint and
+`config.json` hold (strict JSON). `play.py` and `--resume` read it back and never look at a preset.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
-
 MIN_FRAME_SIZE = 20  # conv 8x8/4 then 4x4/2 leave a 1x1 map
+ENV_KINDS = ("doom", "atari", "vector")
 
 
 class ConfigError(ValueError):
@@ -25,24 +28,38 @@ def _flag(default: Any, help: str, **argparse_kwargs: Any) -> Any:
     return field(default=default, metadata={"help": help, **argparse_kwargs})
 
 
+def _resolved(default: Any, help: str) -> Any:
+    """A field filled in from the scenario when the run starts; not a command-line flag."""
+    return field(default=default, metadata={"help": help, "flag": False})
+
+
 @dataclass
 class TrainConfig:
     # --- environment ---
     scenario: str = _flag("basic.wad", "what to learn, one of three kinds: a ViZDoom scenario (basic, basic.wad, "
                           "basic.cfg, or a path to your own .cfg/.wad); an Atari game by its ALE id (ALE/Pong-v5, "
-                          "ALE/Breakout-v5, any ALE id); a gymnasium env with a vector observation and discrete "
-                          "actions (CartPole-v1, Acrobot-v1)")
-    frame_skip: int = _flag(0, "game frames per agent step (0 = the preset's value: Doom 4 tics unless its preset "
-                            "says otherwise, Atari 4 frames max-pooled; ignored for vector envs)")
-    reward_scale: float = _flag(0.0, "multiply game rewards by this for learning (0 = preset value: Doom 0.01 when "
-                                "none, 1 for Atari and gymnasium envs)")
-    clip_rewards: str = _flag("auto", "clip learning rewards to [-1, 1] (seed 002) after scaling; auto = on for Atari, "
-                              "off otherwise. The scores reported in the CSV, TensorBoard and play.py are never clipped",
-                              choices=["auto", "on", "off"])
+                          "any ALE id); a gymnasium env with a vector observation and discrete actions "
+                          "(CartPole-v1, Acrobot-v1)")
+    frame_skip: int | None = _flag(None, "game frames per agent step (default: the preset's; Doom 4 tics, Atari 4 "
+                                   "frames max-pooled; vector envs 1)")
+    reward_scale: float | None = _flag(None, "multiply game rewards by this for learning (default: the preset's; "
+                                       "Doom 0.01, Atari and gymnasium envs 1)")
+    clip_rewards: bool | None = _flag(None, "clip learning rewards to [-1, 1] (seed 002) after scaling (default: "
+                                      "the preset's; on for Atari, off otherwise). The scores reported in the "
+                                      "CSV, TensorBoard and play.py are never clipped")
     screen_resolution: str = _flag("RES_160X120", "ViZDoom render resolution; GIFs use it, the network sees "
                                    "--frame-size grey frames")
     frame_size: int = _flag(84, "side in pixels of the square grey frames the network sees, Doom and Atari (the seed's "
                             "84; 42 costs a third of the network's compute per frame)")
+    # --- the environment as resolved when the run started (doom_a3c/resolve.py) ---
+    env_kind: str = _resolved("", "doom, atari or vector")
+    scenario_path: str = _resolved("", "Doom: the .cfg the games load (absolute); gymnasium: the env id")
+    actions: list = _resolved(None, "each action as the list of buttons it holds down (Doom), or the game's "
+                              "action name (gymnasium)")
+    crop: list = _resolved(None, "fractions of the Doom screen cut off (top, bottom, left, right) before downsampling")
+    game_args: str = _resolved("", "extra ViZDoom engine arguments (multiplayer maps)")
+    bots: int = _resolved(0, "bots added at each Doom episode start (deathmatch maps)")
+    frag_reward: float = _resolved(0.0, "reward per frag (deathmatch maps, whose cfg defines none)")
     # --- workers ---
     workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
     envs_per_worker: int = _flag(4, "environments each worker steps with one batched forward pass")
@@ -72,9 +89,10 @@ class TrainConfig:
     entropy_coef: float = _flag(0.01, "weight of the entropy bonus")
     clip_norm: float = _flag(40.0, "clip gradients at this global norm")
     optimizer: str = _flag("adam", "shared optimizer", choices=["adam", "rmsprop"])
-    learning_rate: float = _flag(3e-4, "optimizer learning rate (the seed used 1e-4 with one game per worker; 4 batched games per worker learn basic.wad fastest with 3e-4, measured against 1e-4, 7e-4 and 1e-3)")
+    learning_rate: float = _flag(3e-4, "optimizer learning rate (the seed used 1e-4 with one game per worker; 4 "
+                                 "batched games per worker learn basic.wad fastest with 3e-4)")
     lstm_size: int = _flag(256, "LSTM cell size")
-    no_lstm: bool = _flag(False, "drop the LSTM core: the torso feeds the policy and value heads directly")
+    lstm: bool = _flag(True, "the LSTM core; --no-lstm feeds the torso to the policy and value heads directly")
     hidden_size: int = _flag(256, "units of the dense layer after the conv torso (images), or of each of the two "
                              "dense layers of the vector torso (vector observations such as CartPole's)")
     separate_networks: bool = _flag(False, "separate actor and critic networks (seed 001): the value head gets its "
@@ -107,7 +125,8 @@ class TrainConfig:
     # --- budget and stopping ---
     max_steps: int = _flag(0, "stop after this many environment steps in total (0 = no limit)")
     max_minutes: float = _flag(0.0, "stop after this many minutes of wall time (0 = no limit)")
-    target_reward: float = _flag(float("nan"), "stop when the mean unscaled reward of the last 100 episodes reaches this (default: none)")
+    target_reward: float | None = _flag(None, "stop when the mean unscaled reward of the last 100 episodes reaches "
+                                        "this (default: never)")
     # --- outputs ---
     model_dir: str = _flag("models", "checkpoints, config.json, progress.csv, curve PNG and TensorBoard events")
     frames_dir: str = _flag("frames", "GIFs of worker 0's episodes")
@@ -119,91 +138,105 @@ class TrainConfig:
     resume: bool = _flag(False, "continue the run saved in --model-dir (weights, optimizer, counters, config)")
 
     def validate(self) -> "TrainConfig":
-        positive = ["workers", "rollout", "envs_per_worker", "env_threads", "lstm_size", "log_every_seconds", "save_every_minutes"]
+        """Check the user's values (ConfigError naming the flag); returns the config itself."""
+        positive = ["workers", "rollout", "envs_per_worker", "env_threads", "lstm_size", "log_every_seconds",
+                    "save_every_minutes", "hidden_size"]
         for name in positive:
             if getattr(self, name) <= 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be > 0, got {getattr(self, name)}")
-        non_negative = ["frame_skip", "reward_scale", "max_steps", "max_minutes", "gif_every",
-                        "save_every_episodes", "env_processes", "value_coef", "policy_coef", "entropy_coef", "keep_checkpoints"]
+                raise ConfigError(f"--{flag_name(name)} must be > 0, got {getattr(self, name)}")
+        non_negative = ["max_steps", "max_minutes", "gif_every", "save_every_episodes", "env_processes",
+                        "value_coef", "policy_coef", "entropy_coef", "keep_checkpoints", "epsilon_decay_steps"]
         for name in non_negative:
             if getattr(self, name) < 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
-        if not self.learning_rate > 0:
-            raise ConfigError(f"--learning-rate must be > 0, got {self.learning_rate}")
-        if not self.clip_norm > 0:
-            raise ConfigError(f"--clip-norm must be > 0, got {self.clip_norm}")
-        if not self.normalize_norm > 0:
-            raise ConfigError(f"--normalize-norm must be > 0, got {self.normalize_norm}")
+                raise ConfigError(f"--{flag_name(name)} must be >= 0, got {getattr(self, name)}")
+        for name in ("frame_skip", "reward_scale"):  # None: the preset's, filled in by resolve.py
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ConfigError(f"--{flag_name(name)} must be > 0, got {value}")
+        for name in ("learning_rate", "clip_norm", "normalize_norm"):
+            if not getattr(self, name) > 0:  # NaN fails too
+                raise ConfigError(f"--{flag_name(name)} must be > 0, got {getattr(self, name)}")
         if self.frame_size < MIN_FRAME_SIZE:
             raise ConfigError(f"--frame-size must be >= {MIN_FRAME_SIZE} (the conv torso's smallest input), "
                               f"got {self.frame_size}")
-        if self.hidden_size <= 0:
-            raise ConfigError(f"--hidden-size must be > 0, got {self.hidden_size}")
         if self.n_step < 1:
             raise ConfigError(f"--n-step must be >= 1, got {self.n_step}")
-        for name in ("epsilon_start", "epsilon_end"):
+        for name in ("epsilon_start", "epsilon_end", "gamma", "gae_lambda"):
             if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(self, name)}")
-        if self.epsilon_decay_steps < 0:
-            raise ConfigError(f"--epsilon-decay-steps must be >= 0, got {self.epsilon_decay_steps}")
+                raise ConfigError(f"--{flag_name(name)} must be in [0, 1], got {getattr(self, name)}")
         if self.epsilon_spread == "geometric" and not self.epsilon_end > 0:
             raise ConfigError("--epsilon-spread geometric needs --epsilon-end > 0 (e.g. 0.01), or use linear")
+        if self.target_reward is not None and not math.isfinite(self.target_reward):
+            raise ConfigError(f"--target-reward must be a finite number, got {self.target_reward}")
         if self.distributed == "ray" and self.trainer == "ga3c":
             raise ConfigError("--distributed ray runs A3C workers (each with its own local copy); "
                               "--trainer ga3c runs in one process: use one or the other")
+        if self.distributed == "ray" and self.env_processes:
+            raise ConfigError("--env-processes is for the threaded trainers: with --distributed ray every worker "
+                              "is a process of its own already; drop --env-processes")
         if self.lr_schedule == "linear" and not self.max_steps:
             raise ConfigError("--lr-schedule linear anneals to 0 over --max-steps: give --max-steps too")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ConfigError(f"--gamma must be in [0, 1], got {self.gamma}")
-        if not 0.0 <= self.gae_lambda <= 1.0:
-            raise ConfigError(f"--gae-lambda must be in [0, 1], got {self.gae_lambda}")
         return self
 
+    def is_resolved(self) -> bool:
+        """True once the scenario's values are filled in (resolve.py): nothing left to look up."""
+        return (self.env_kind in ENV_KINDS and bool(self.scenario_path) and bool(self.actions)
+                and all(getattr(self, name) is not None for name in ("frame_skip", "reward_scale", "clip_rewards")))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+        """Strict JSON (no NaN or Infinity): jq, JavaScript and every other reader accept it."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True, allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        """The fields this version knows; unknown keys are ignored (a newer or older config)."""
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-def _parse_bool(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+def flag_name(field_name: str) -> str:
+    return field_name.replace("_", "-")
 
 
-class _OneLineErrorParser(argparse.ArgumentParser):
-    """argparse prints usage + error; we want exactly one clear line on stderr."""
+def is_flag(f: dataclasses.Field) -> bool:
+    return f.metadata.get("flag", True)
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse prints usage + error; a user error must be exactly one clear line on stderr."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"error: {message} (see --help)\n")
 
 
+def _value_type(annotation: str):
+    base = annotation.replace(" | None", "")
+    return {"int": int, "float": float, "str": str, "bool": bool}[base]
+
+
 def build_parser(description: str) -> argparse.ArgumentParser:
-    parser = _OneLineErrorParser(description=description,
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    """One flag per config field. Nothing has a parser default (SUPPRESS): the flags a user gave are exactly
+    the attributes the parsed namespace has, so presets and saved configs can tell them apart."""
+    parser = OneLineErrorParser(description=description)
     for f in dataclasses.fields(TrainConfig):
-        flag = "--" + f.name.replace("_", "-")
-        kwargs = {k: v for k, v in f.metadata.items()}
-        if f.type in ("bool", bool):
-            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=kwargs["help"])
+        if not is_flag(f):
             continue
-        kind = {"int": int, "float": float, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
-        kwargs["help"] += f" (default: {f.default})"
-        parser.add_argument(flag, type=kind, default=argparse.SUPPRESS, **kwargs)
+        kwargs = dict(f.metadata)
+        help_text = kwargs.pop("help")
+        kind = _value_type(f.type if isinstance(f.type, str) else f.type.__name__)
+        shown = "the preset's" if f.default is None else f.default
+        if kind is bool:
+            parser.add_argument("--" + flag_name(f.name), action=argparse.BooleanOptionalAction,
+                                default=argparse.SUPPRESS, help=f"{help_text} (default: {shown})")
+        else:
+            parser.add_argument("--" + flag_name(f.name), type=kind, default=argparse.SUPPRESS,
+                                help=f"{help_text} (default: {shown})", **kwargs)
     return parser
 
 
-def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
-    """Flags given explicitly override `base` (a saved config when resuming); the rest keep its values."""
-    base = base or TrainConfig()
-    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
-    return dataclasses.replace(base, **given)
-
-
-def explicit_fields(args: argparse.Namespace) -> set[str]:
-    return {f.name for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}
+def given_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags given on the command line, by field name."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig) if hasattr(args, f.name)}

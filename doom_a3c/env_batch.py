@@ -1,4 +1,5 @@
-"""A worker's games stepped together: one call steps every environment, resetting those that ended.
+"""A worker's games stepped together, always as a batch: one call steps every environment, resetting
+those that ended. `make_environment` builds one game of any kind from a resolved config.
 
 ViZDoom runs each game in its own engine process and releases the GIL while it waits for it, so
 games stepped from two threads run side by side (measured on 2 cores: 2.1k steps/s from one thread,
@@ -15,12 +16,23 @@ import multiprocessing
 import os
 import signal
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple, Protocol, Sequence
 
 import numpy as np
 
 from doom_a3c.config import TrainConfig
-from doom_a3c.envs import Environment, make_environment
+from doom_a3c.environment import Environment, EnvSpec, spec_of
+
+
+def make_environment(config: TrainConfig, seed: int) -> Environment:
+    """One game of the resolved config's environment, whichever of the three kinds it is."""
+    if config.env_kind == "doom":
+        from doom_a3c.doom_env import DoomEnvironment
+
+        return DoomEnvironment(config, seed)
+    from doom_a3c.gym_envs import make_gym_environment
+
+    return make_gym_environment(config, seed)
 
 
 class BatchStep(NamedTuple):
@@ -37,12 +49,31 @@ def contiguous_slices(count: int, parts: int) -> list[slice]:
     return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+class GameBatch(Protocol):
+    """E games stepped together (EnvBatch in this process, ProcessEnvBatch in child processes), with the
+    declared attributes of one game."""
+
+    spec: EnvSpec
+
+    def __len__(self) -> int: ...
+
+    def reset(self) -> np.ndarray: ...
+
+    def step(self, actions: np.ndarray) -> BatchStep: ...
+
+    def screen(self, index: int = 0) -> np.ndarray: ...
+
+    def close(self) -> None: ...
+
+
 class EnvBatch:
+    """Games in this process, stepped by `threads` threads (contiguous slices)."""
+
     def __init__(self, envs: Sequence[Environment], threads: int = 1):
         if not envs:
             raise ValueError("an EnvBatch needs at least one environment")
         self.envs = list(envs)
-        self.num_actions = self.envs[0].num_actions
+        self.spec = spec_of(self.envs[0])
         self._slices = contiguous_slices(len(self.envs), threads)
         self._pool = ThreadPoolExecutor(len(self._slices) - 1, thread_name_prefix="env") if len(self._slices) > 1 else None
         self._observations: np.ndarray | None = None
@@ -98,10 +129,7 @@ def _serve_games(connection, factories: Sequence[Callable[[], Environment]]) -> 
     batch = None
     try:
         batch = EnvBatch([make() for make in factories], threads=1)
-        first = batch.envs[0]
-        connection.send(("ok", {"num_actions": first.num_actions,
-                                "observation_shape": tuple(getattr(first, "observation_shape", ())),
-                                "seconds_per_step": getattr(first, "seconds_per_step", None)}))
+        connection.send(("ok", batch.spec))
         while True:
             if not connection.poll(1.0):
                 # A killed trainer may leave our pipe open in its other game processes: look for it by pid.
@@ -150,15 +178,10 @@ class ProcessEnvBatch:
             self._connections.append(parent_end)
             self._processes.append(process)
         try:
-            info = [self._receive(i) for i in range(len(self._slices))][0]
-        except RuntimeError:
+            self.spec: EnvSpec = [self._receive(i) for i in range(len(self._slices))][0]
+        except BaseException:
             self.close()
             raise
-        self.num_actions = info["num_actions"]
-        if info["observation_shape"]:
-            self.observation_shape = info["observation_shape"]
-        if info["seconds_per_step"] is not None:
-            self.seconds_per_step = info["seconds_per_step"]
 
     def __len__(self) -> int:
         return self._size
@@ -217,10 +240,18 @@ class ProcessEnvBatch:
             connection.close()
 
 
-def make_env_group(config: TrainConfig, seeds: Sequence[int]) -> list[Environment] | ProcessEnvBatch:
-    """One worker's games: built here (stepped by --env-threads threads), or with --env-processes P built and
-    stepped in P child processes."""
+def make_env_batch(config: TrainConfig, seeds: Sequence[int]) -> GameBatch:
+    """One worker's games: built and stepped here by --env-threads threads, or with --env-processes P built
+    and stepped in P child processes."""
     if config.env_processes > 0:
         return ProcessEnvBatch([functools.partial(make_environment, config, seed=seed) for seed in seeds],
                                config.env_processes)
-    return [make_environment(config, seed=seed) for seed in seeds]
+    envs = []
+    try:
+        for seed in seeds:
+            envs.append(make_environment(config, seed=seed))
+    except BaseException:
+        for env in envs:  # the games already started must not outlive a failed build
+            env.close()
+        raise
+    return EnvBatch(envs, threads=config.env_threads)

@@ -1,4 +1,5 @@
-"""Play a trained checkpoint: GIFs of every episode and a results.json summary."""
+"""Play a trained checkpoint: GIFs of every episode and a results.json summary. The games are built from the
+config saved in the checkpoint, never from a preset: a checkpoint plays as it was trained."""
 from __future__ import annotations
 
 import json
@@ -9,12 +10,14 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from doom_a3c.checkpoint import (CheckpointError, atomic_write_text, ensure_writable_dir, read_checkpoint_identity,
-                                 resolve_prefix, restore)
+from doom_a3c.build import build_network
+from doom_a3c.checkpoint import CheckpointError, atomic_write_text, ensure_writable_dir, read_checkpoint, resolve_prefix, \
+    restore
 from doom_a3c.config import ConfigError
-from doom_a3c.envs import make_environment, observation_shape_of, seconds_per_step
-from doom_a3c.network import build_actor_critic
+from doom_a3c.env_batch import make_environment
+from doom_a3c.environment import spec_of
 from doom_a3c.recording import write_gif
+from doom_a3c.resolve import upgrade_saved_config
 
 
 class EpisodeSummary(NamedTuple):
@@ -25,13 +28,14 @@ class EpisodeSummary(NamedTuple):
 
 def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: int = 0) -> list[EpisodeSummary]:
     prefix = resolve_prefix(model)
-    config, num_actions, counters = read_checkpoint_identity(prefix)
+    saved = read_checkpoint(prefix)
+    config, counters = upgrade_saved_config(saved.config, prefix), saved.counters
     ensure_writable_dir(out, "--out")
     env = make_environment(config, seed=seed + 10_000)
-    if env.num_actions != num_actions:
-        raise CheckpointError(f"{prefix} has {num_actions} actions but {config.scenario} now has {env.num_actions}")
     try:
-        net = build_actor_critic(config, num_actions, observation_shape_of(env), name="global")
+        if env.num_actions != saved.num_actions:
+            raise CheckpointError(f"{prefix} has {saved.num_actions} actions but its games have {env.num_actions}")
+        net = build_network(config, spec_of(env), name="global")
         restore(tf.train.Checkpoint(model=net), prefix, partial=True)
     except CheckpointError:
         env.close()
@@ -55,7 +59,7 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
             observation = result.observation
             if not game_over:
                 frames.append(env.screen().copy())
-        gif = write_gif(os.path.join(out, f"episode_{index + 1:03d}.gif"), frames, seconds_per_step(config, env))
+        gif = write_gif(os.path.join(out, f"episode_{index + 1:03d}.gif"), frames, env.seconds_per_step)
         summaries.append(EpisodeSummary(total, length, gif))
     env.close()
     rewards = [s.reward for s in summaries]

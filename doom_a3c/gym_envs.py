@@ -1,5 +1,5 @@
-"""Gymnasium environments (Atari games and small vector-observation tasks) behind the interface of
-`doom_a3c.envs.DoomEnvironment`, so the A3C worker can train on them unchanged.
+"""Gymnasium environments (Atari games and small vector-observation tasks) behind the environment
+interface of doom_a3c/environment.py, so every trainer runs them unchanged.
 
 Two kinds are supported:
 
@@ -8,7 +8,7 @@ Two kinds are supported:
 * "vector": any gymnasium env with a 1-D Box observation and a Discrete action space (`CartPole-v1`,
   `Acrobot-v1`, ...), observations as float32, by `VectorEnvironment`.
 
-As in envs.py, every reward reported here is the game's own, unclipped and unscaled; clipping or scaling
+As everywhere, every reward reported here is the game's own, unclipped and unscaled; clipping or scaling
 for learning is the worker's job, so logs and play.py show the true score.
 """
 from __future__ import annotations
@@ -17,14 +17,15 @@ import difflib
 import functools
 import os
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 import cv2
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from doom_a3c.config import ConfigError
+from doom_a3c.config import ConfigError, TrainConfig
+from doom_a3c.environment import Step
 
 # Rendering (CartPole's rgb_array) initialises pygame, whose display and audio set-up print an "error:"
 # line on a machine without a desktop session; no env here opens a window or plays sound.
@@ -38,13 +39,6 @@ ATARI_EXAMPLES = ("ALE/Pong-v5", "ALE/Breakout-v5", "PongNoFrameskip-v4")
 VECTOR_EXAMPLES = ("CartPole-v1", "Acrobot-v1")
 SUPPORTED_KINDS = (f"Atari image games (e.g. {', '.join(ATARI_EXAMPLES)}) and envs with a 1-D Box "
                    f"observation and discrete actions (e.g. {', '.join(VECTOR_EXAMPLES)})")
-
-
-class GymStep(NamedTuple):
-    observation: np.ndarray  # [84, 84, 1] uint8 (image) or [N] float32 (vector); meaningless once game_over
-    reward: float  # the game's true reward for this step: unclipped, unscaled
-    done: bool  # learning terminal: do not bootstrap past this step (a lost life, or game_over)
-    game_over: bool  # the real episode end (also a time limit): only now does the caller reset()
 
 
 @functools.lru_cache(maxsize=None)
@@ -205,12 +199,12 @@ class AtariEnvironment:
         self._lives = self._ale.lives()
         return observation
 
-    def step(self, action: int) -> GymStep:
+    def step(self, action: int) -> Step:
         observation, step_reward, terminated, truncated, _ = self._env.step(int(action))
         reward = float(step_reward) + self._carried_reward
         self._carried_reward = 0.0
         if terminated or truncated:
-            return GymStep(observation, reward, True, True)
+            return Step(observation, reward, True, True)
         lives = self._ale.lives()
         life_lost = lives < self._lives
         self._lives = lives
@@ -218,9 +212,9 @@ class AtariEnvironment:
             observation, fire_reward, ended = self._press_fire()
             self._lives = self._ale.lives()
             if ended:
-                return GymStep(observation, reward + fire_reward, True, True)
+                return Step(observation, reward + fire_reward, True, True)
             self._carried_reward = fire_reward
-        return GymStep(observation, reward, life_lost and self.life_loss_terminal, False)
+        return Step(observation, reward, life_lost and self.life_loss_terminal, False)
 
     def screen(self) -> np.ndarray:
         """The current emulator frame in colour at the original resolution (210, 160, 3) uint8, for GIFs."""
@@ -270,10 +264,10 @@ class VectorEnvironment:
         observation, _ = self._env.reset(seed=seed)
         return np.asarray(observation, dtype=np.float32)
 
-    def step(self, action: int) -> GymStep:
+    def step(self, action: int) -> Step:
         observation, reward, terminated, truncated, _ = self._env.step(self._first_action + int(action))
         game_over = bool(terminated or truncated)
-        return GymStep(np.asarray(observation, dtype=np.float32), float(reward), game_over, game_over)
+        return Step(np.asarray(observation, dtype=np.float32), float(reward), game_over, game_over)
 
     def screen(self) -> np.ndarray:
         """The env's rendering of its current state at half size ((200, 300, 3) for CartPole), uint8, for GIFs:
@@ -285,17 +279,22 @@ class VectorEnvironment:
         self._env.close()
 
 
-def make_gym_environment(env_id: str, seed: int, frame_skip: int = 4, life_loss_terminal: bool = True,
-                         frame_size: int = ATARI_FRAME_SIZE) -> AtariEnvironment | VectorEnvironment:
-    """The right environment for a gymnasium id; a bad id or an unsupported env raises ConfigError.
+def make_gym_environment(config: TrainConfig, seed: int) -> AtariEnvironment | VectorEnvironment:
+    """The environment a resolved config's gymnasium id names (frame skip and frame size apply to Atari only)."""
+    return _build(config.scenario_path, seed, config.frame_skip, config.frame_size)
 
-    `frame_skip` and `frame_size` apply to Atari only; frame skip 0 means the default 4 (as --frame-skip 0
-    means "the preset's").
-    """
-    spec = _spec(env_id)
-    if frame_skip < 0:
-        raise ConfigError(f"--frame-skip must be >= 0, got {frame_skip}")
-    if spec.entry_point == ATARI_ENTRY_POINT:
-        return AtariEnvironment(env_id, seed, frame_skip=frame_skip or 4, life_loss_terminal=life_loss_terminal,
-                                frame_size=frame_size)
+
+def _build(env_id: str, seed: int, frame_skip: int, frame_size: int) -> AtariEnvironment | VectorEnvironment:
+    if _spec(env_id).entry_point == ATARI_ENTRY_POINT:
+        return AtariEnvironment(env_id, seed, frame_skip=frame_skip, frame_size=frame_size)
     return VectorEnvironment(env_id, seed)
+
+
+def gym_action_names(env_id: str, frame_size: int = ATARI_FRAME_SIZE) -> list[str]:
+    """The action names of a gymnasium id, by building one game (the only sure check that it can be
+    trained here: a missing ROM, continuous actions, image observations that are not Atari's...)."""
+    env = _build(env_id, seed=0, frame_skip=4, frame_size=frame_size)
+    try:
+        return list(env.action_names)
+    finally:
+        env.close()

@@ -178,7 +178,7 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
     torso = "conv" if len(observation_shape) == 3 else "dense"
     net = ActorCritic(num_actions, config.lstm_size, seed=config.seed if seed is None else seed, name=name,
                       frame_norm=config.frame_norm, torso=torso, hidden_size=config.hidden_size,
-                      use_lstm=not config.no_lstm, separate_critic=config.separate_networks)
+                      use_lstm=config.lstm, separate_critic=config.separate_networks)
     return net.build_variables(observation_shape)
 
 

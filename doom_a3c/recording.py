@@ -6,8 +6,6 @@ import os
 import imageio.v3 as iio
 import numpy as np
 
-DOOM_TICS_PER_SECOND = 35
-
 
 def write_gif(path: str, frames: list[np.ndarray], seconds_per_frame: float) -> str:
     """Write RGB frames [H, W, 3] uint8 as a looping GIF that plays at game speed."""

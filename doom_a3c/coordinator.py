@@ -1,0 +1,160 @@
+"""The loop that owns everything but learning, for every mode: counting, logging, GIFs, checkpoints, stop
+conditions and signals. How the workers run (threads here, Ray actors elsewhere) is the backend's business."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Protocol
+
+from doom_a3c.checkpoint import LAST
+from doom_a3c.config import TrainConfig
+from doom_a3c.environment import EnvSpec
+from doom_a3c.recording import write_gif
+from doom_a3c.run_state import RunState
+from doom_a3c.summaries import RunLog
+
+POLL_SECONDS = 0.2
+PLOT_EVERY_SECONDS = 30.0
+
+
+class Backend(Protocol):
+    run: RunState  # counters, stop flag, episode queue, metrics, errors
+    spec: EnvSpec
+    description: str  # the mode, for the start line
+
+    def start(self) -> None: ...
+
+    def wait(self, timeout: float) -> bool:
+        """Let the workers run up to `timeout` seconds; True once the run should stop."""
+
+    def stop(self) -> None:
+        """The stop flag is set: let the workers finish what they are doing (episodes included)."""
+
+    def save(self, episodes: int, wall_seconds: float) -> str: ...
+
+    def learning_rate(self) -> float: ...
+
+    def close(self) -> None: ...
+
+
+class Coordinator:
+    def __init__(self, config: TrainConfig, backend: Backend, episodes: int = 0, wall_offset: float = 0.0,
+                 resumed: bool = False):
+        self.config = config
+        self.backend = backend
+        self.run = backend.run
+        self.episodes = episodes
+        self.wall_offset = wall_offset
+        self.start_time = time.time()
+        self.stop_reason = ""
+        self.log = RunLog(config.model_dir, config, resumed_episodes=episodes if resumed else None)
+
+    def wall_seconds(self) -> float:
+        return self.wall_offset + time.time() - self.start_time
+
+    def run_until_done(self) -> int:
+        """Train until a stop condition, a signal or a worker's error; save at the end whatever happened."""
+        cfg, counters = self.config, self.run.counters
+        self._install_signal_handlers()
+        self.start_time = time.time()
+        last_save = last_log = last_plot = self.start_time
+        last_log_steps = counters.env_steps
+        episodes_at_save = self.episodes
+        print(f"training {cfg.scenario} ({self.backend.description}): {cfg.workers} workers x {cfg.envs_per_worker} "
+              f"envs, {self.backend.spec.num_actions} actions, outputs in {cfg.model_dir}/ and {cfg.frames_dir}/",
+              flush=True)
+        try:
+            self.backend.start()
+            while not self.backend.wait(POLL_SECONDS):
+                now = time.time()
+                self._log_episodes()
+                if now - last_log >= cfg.log_every_seconds:
+                    self._report((counters.env_steps - last_log_steps) / (now - last_log))
+                    last_log, last_log_steps = now, counters.env_steps
+                if now - last_plot >= PLOT_EVERY_SECONDS:
+                    self.log.plot_curve()
+                    last_plot = now
+                due_by_episodes = (cfg.save_every_episodes
+                                   and self.episodes - episodes_at_save >= cfg.save_every_episodes)
+                if now - last_save >= cfg.save_every_minutes * 60 or due_by_episodes:
+                    self.save()
+                    last_save, episodes_at_save = now, self.episodes
+                self._check_stop(now)
+        finally:
+            self.run.stop.set()
+            self.backend.stop()
+            self._log_episodes()
+            self.save()
+            self.log.plot_curve()
+            self.log.close()
+            self.backend.close()
+        if self.run.errors:
+            error = self.run.errors[0]
+            print(f"error: worker failed: {type(error).__name__}: {error} (final checkpoint saved in "
+                  f"{cfg.model_dir}/{LAST})", file=sys.stderr)
+            return 1
+        print(f"stopped: {self.stop_reason or 'done'}; {counters.env_steps} steps, {self.episodes} episodes, "
+              f"mean-100 reward {self.log.mean_reward():.1f}; checkpoint {cfg.model_dir}/{LAST}", flush=True)
+        return 0
+
+    def save(self) -> str:
+        # The CSV must hold every episode the checkpoint counts, or a crash right after would leave a gap.
+        self.log.flush()
+        return self.backend.save(self.episodes, self.wall_seconds())
+
+    def _check_stop(self, now: float) -> None:
+        cfg, log = self.config, self.log
+        reason = ""
+        if cfg.max_steps and self.run.counters.env_steps >= cfg.max_steps:
+            reason = f"reached --max-steps {cfg.max_steps}"
+        elif cfg.max_minutes and now - self.start_time >= cfg.max_minutes * 60:
+            reason = f"reached --max-minutes {cfg.max_minutes:g}"
+        elif cfg.target_reward is not None and len(log.recent_rewards) >= 100 and log.mean_reward() >= cfg.target_reward:
+            reason = f"mean-100 reward {log.mean_reward():.1f} reached --target-reward {cfg.target_reward:g}"
+        if reason:
+            self.stop_reason = reason
+            self.run.stop.set()
+
+    def _log_episodes(self) -> None:
+        # Only what is queued now: CartPole's workers can end episodes faster than they are logged, and an
+        # open-ended drain then never returned to the stop checks.
+        steps = self.run.counters.env_steps
+        for result in self.run.finished_episodes():
+            self.episodes += 1
+            self.log.episode(self.wall_seconds(), steps, self.episodes, result.worker, result.reward, result.length,
+                             result.mean_value)
+            if result.frames:
+                path = os.path.join(self.config.frames_dir, f"episode_{self.episodes:06d}.gif")
+                write_gif(path, result.frames, self.backend.spec.seconds_per_step)
+        self.log.summarise_episodes(steps)
+
+    def _report(self, steps_per_second: float) -> None:
+        metrics = list(self.run.latest_metrics.values())
+        values = {"Perf/Steps per second": steps_per_second}
+        if metrics:
+            mean = lambda name: sum(getattr(m, name) for m in metrics) / len(metrics)  # noqa: E731
+            values.update({"Losses/Value Loss": mean("value_loss"), "Losses/Policy Loss": mean("policy_loss"),
+                           "Losses/Entropy": mean("entropy"), "Losses/Grad Norm": mean("grad_norm"),
+                           "Losses/Var Norm": mean("var_norm")})
+        lags = [m.policy_lag for m in metrics if m.policy_lag is not None]
+        if lags:  # GA3C only: A3C's local copies train on their own fresh weights
+            values["Perf/Policy Lag"] = sum(lags) / len(lags)
+        values["Losses/Skipped non-finite updates"] = self.run.counters.skipped_updates
+        values["Perf/Learning Rate"] = self.backend.learning_rate()
+        steps = self.run.counters.env_steps
+        self.log.scalars(steps, values)
+        self.log.flush()
+        print(f"[{self.wall_seconds() / 60:6.1f} min] steps {steps:>9,}  {steps_per_second:7.0f} steps/s  "
+              f"episodes {self.episodes:>6}  mean-100 reward {self.log.mean_reward():7.1f}", flush=True)
+
+    def _install_signal_handlers(self) -> None:
+        def stop(signum, _frame):
+            self.stop_reason = f"stopped by {signal.Signals(signum).name}"
+            self.run.stop.set()
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, stop)
+            signal.signal(signal.SIGTERM, stop)

@@ -1,0 +1,137 @@
+"""The learning step every mode shares: targets, the loss gradient, and applying it to the global network.
+
+- `learning_targets`: returns and advantages of a rollout (NumPy), as --advantage asks.
+- `GradientStep`: the compiled, processed (clipped) gradient of the A3C loss of one network on a rollout.
+- `GlobalLearner`: the global network and the shared optimizer; applies a finite gradient under one
+  lock and counts the update (a NaN/Inf gradient is counted as skipped and never applied).
+
+Thread A3C takes the gradient on a worker's local copy, GA3C on the global network itself, Ray on a
+worker process's local copy and applies it in the parameter server's GlobalLearner: the same code.
+"""
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from doom_a3c.config import TrainConfig
+from doom_a3c.gradients import process_gradients
+from doom_a3c.losses import a3c_loss
+from doom_a3c.network import ActorCritic, LSTMState
+from doom_a3c.returns import discounted_returns, generalized_advantages, n_step_targets, standardized
+from doom_a3c.rollout import Rollout
+from doom_a3c.run_state import Counters, TrainMetrics
+from doom_a3c.schedules import learning_rate_at
+
+
+class Gradient(NamedTuple):
+    grads: list  # processed (clipped or normalised), one per trainable variable
+    finite: bool  # False: the loss or the gradient had a NaN/Inf and must not be applied
+    policy_loss: float  # per step
+    value_loss: float
+    entropy: float
+    grad_norm: float  # before processing
+    var_norm: float
+
+    def metrics(self, applied: bool, policy_lag: float | None = None) -> TrainMetrics:
+        return TrainMetrics(self.policy_loss, self.value_loss, self.entropy, self.grad_norm, self.var_norm,
+                            applied, policy_lag)
+
+
+def learning_targets(config: TrainConfig, rollout: Rollout) -> tuple[np.ndarray, np.ndarray]:
+    """(returns, advantages), both [T, B], as --advantage asks; rewards clipped first if --clip-rewards."""
+    rewards = np.clip(rollout.rewards, -1.0, 1.0) if config.clip_rewards else rollout.rewards  # [T, B]
+    if config.advantage == "nstep":
+        # The n-step target is both the critic's target and, minus V(s_t), the actor's advantage.
+        returns = n_step_targets(rewards, rollout.values, rollout.dones, rollout.bootstrap_values, config.gamma,
+                                 config.n_step, config.n_step_variant)
+        advantages = returns - rollout.values
+    else:
+        returns = discounted_returns(rewards, rollout.dones, rollout.bootstrap_values, config.gamma)
+        advantages = generalized_advantages(rewards, rollout.values, rollout.dones,
+                                            rollout.bootstrap_values, config.gamma, config.gae_lambda)
+    if config.normalize_advantages:
+        advantages = standardized(advantages)
+    return returns, advantages
+
+
+class GradientStep:
+    """The processed gradient of the A3C loss of `net` on a rollout (compiled once per network)."""
+
+    def __init__(self, net: ActorCritic, config: TrainConfig):
+        self.net = net
+        self.config = config
+        self._compiled = tf.function(self._graph)
+
+    def _graph(self, observations, actions, starts, h, c, returns, advantages):
+        # observations [T, B, *obs]; actions, starts, returns, advantages [T, B]; h, c [B, L]
+        config, variables = self.config, self.net.trainable_variables
+        with tf.GradientTape() as tape:
+            out = self.net.unroll(observations, LSTMState(h, c), starts)
+            terms = a3c_loss(out.logits, out.values, actions, returns, advantages,
+                             config.value_coef, config.policy_coef, config.entropy_coef)
+        grads = tape.gradient(terms.total, variables)
+        bound = config.clip_norm if config.gradient_mode == "clip" else config.normalize_norm
+        processed, grad_norm = process_gradients(grads, config.gradient_mode, bound)
+        steps = tf.cast(tf.shape(actions)[0], tf.float32)
+        finite = tf.math.is_finite(grad_norm) & tf.math.is_finite(terms.total)
+        return (processed, finite, terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
+                tf.linalg.global_norm(variables))
+
+    def __call__(self, rollout: Rollout) -> Gradient:
+        returns, advantages = learning_targets(self.config, rollout)
+        grads, finite, *scalars = self._compiled(rollout.observations, rollout.actions, rollout.starts,
+                                                 rollout.initial_state.h, rollout.initial_state.c, returns,
+                                                 advantages)
+        return Gradient(list(grads), bool(finite), *(float(s) for s in scalars))
+
+
+def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
+    if config.optimizer == "rmsprop":
+        return keras.optimizers.RMSprop(learning_rate=config.learning_rate, rho=0.99, epsilon=0.1)
+    return keras.optimizers.Adam(learning_rate=config.learning_rate)
+
+
+def all_finite(grads: Sequence) -> bool:
+    return all(g is not None and bool(np.all(np.isfinite(g))) for g in grads)
+
+
+class GlobalLearner:
+    """The global network and the one shared optimizer, fed by every worker."""
+
+    def __init__(self, config: TrainConfig, net: ActorCritic, counters: Counters | None = None):
+        self.config = config
+        self.net = net
+        self.counters = counters or Counters()
+        self.optimizer = build_optimizer(config)
+        # Keras builds optimizer slots lazily; threads racing into that build corrupt it.
+        self.optimizer.build(net.trainable_variables)
+        self.learning_rate = float(config.learning_rate)
+        # Keras optimizers keep unsynchronised slots and counters: one update at a time.
+        self._lock = threading.Lock()
+        self._apply = tf.function(self._apply_graph)
+
+    def _apply_graph(self, grads, learning_rate):
+        # Set on every update: annealing moves it, and a resumed run's --learning-rate must beat the restored one.
+        self.optimizer.learning_rate.assign(learning_rate)
+        self.optimizer.apply_gradients(zip(grads, self.net.trainable_variables))
+
+    def apply(self, grads: Sequence, finite: bool | None = None) -> bool:
+        """Apply processed gradients unless they are not finite (None: check them here), count the update
+        either way, and return whether it was applied."""
+        variables = self.net.trainable_variables
+        if finite is None:
+            finite = len(grads) == len(variables) and all_finite(grads)
+        if finite:
+            self.learning_rate = learning_rate_at(self.config, self.counters.env_steps)
+            grads = [None if g is None else tf.convert_to_tensor(g, tf.float32) for g in grads]
+            with self._lock:
+                self._apply(grads, tf.constant(self.learning_rate, tf.float32))
+        self.counters.count_update(finite)
+        return finite
+
+    def weights(self) -> list[np.ndarray]:
+        return [variable.numpy() for variable in self.net.trainable_variables]

@@ -1,0 +1,52 @@
+"""A worker's own copy of the network (A3C, threads or Ray): it acts for the worker's games, takes the
+gradient of their rollouts, and is refreshed from the global weights after each update."""
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from doom_a3c.config import TrainConfig
+from doom_a3c.learning import Gradient, GradientStep
+from doom_a3c.network import ActorCritic, LSTMState
+from doom_a3c.rollout import Rollout
+
+
+class LocalCopy:
+    """A `Policy` for a GameRunner, with its own LSTM state for the batch's games."""
+
+    def __init__(self, net: ActorCritic, config: TrainConfig, batch_size: int):
+        self.net = net
+        self._state = net.initial_state(batch_size)
+        self._gradient = GradientStep(net, config)
+        self._act = tf.function(self._act_graph)
+        self._copy = tf.function(self._copy_graph)
+
+    def _act_graph(self, observations, h, c, starts):
+        out = self.net.step(observations, LSTMState(h, c), starts)
+        return out.logits, out.values, out.state.h, out.state.c
+
+    def _copy_graph(self, sources):
+        for local, source in zip(self.net.trainable_variables, sources):
+            local.assign(source)
+
+    # ---- Policy ------------------------------------------------------------------------------------
+    def start_state(self) -> LSTMState:
+        return LSTMState(self._state.h.numpy(), self._state.c.numpy())
+
+    def act(self, observations: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        logits, values, h, c = self._act(observations, self._state.h, self._state.c, starts)
+        self._state = LSTMState(h, c)
+        return logits.numpy(), values.numpy()
+
+    def value(self, observations: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        _, values, _, _ = self._act(observations, self._state.h, self._state.c, starts)
+        return values.numpy()
+
+    # ---- learning ----------------------------------------------------------------------------------
+    def gradient(self, rollout: Rollout) -> Gradient:
+        return self._gradient(rollout)
+
+    def sync(self, sources) -> None:
+        """Take the global weights: the global network's variables (threads) or arrays (a Ray reply)."""
+        self._copy([tf.convert_to_tensor(s) for s in sources] if isinstance(sources[0], np.ndarray)
+                   else list(sources))

@@ -1,0 +1,74 @@
+"""What the threads of one process share while a run goes on: counters, the stop flag, finished episodes,
+the latest training metrics and the first error."""
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+
+class EpisodeResult(NamedTuple):
+    worker: int
+    reward: float  # the game's own score, unscaled
+    length: int
+    mean_value: float
+    frames: list[np.ndarray] | None  # full-resolution RGB screens, when this episode was recorded
+
+
+class TrainMetrics(NamedTuple):
+    policy_loss: float  # per step
+    value_loss: float
+    entropy: float
+    grad_norm: float  # before clipping
+    var_norm: float
+    applied: bool  # False when the gradient was not finite and was dropped
+    policy_lag: float | None = None  # GA3C: mean global updates between acting and training (A3C: None)
+
+
+@dataclass
+class Counters:
+    """The run's step and update counts, safe to bump from any thread."""
+
+    env_steps: int = 0
+    updates: int = 0
+    skipped_updates: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add_steps(self, count: int) -> None:
+        with self.lock:
+            self.env_steps += count
+
+    def count_update(self, applied: bool) -> None:
+        with self.lock:
+            self.updates += 1
+            self.skipped_updates += 0 if applied else 1
+
+    def raise_to(self, env_steps: int, updates: int, skipped_updates: int) -> None:
+        """Take counts reported from elsewhere (a Ray parameter server); replies can arrive out of order,
+        and counters only grow."""
+        with self.lock:
+            self.env_steps = max(self.env_steps, env_steps)
+            self.updates = max(self.updates, updates)
+            self.skipped_updates = max(self.skipped_updates, skipped_updates)
+
+
+@dataclass
+class RunState:
+    counters: Counters = field(default_factory=Counters)
+    stop: threading.Event = field(default_factory=threading.Event)
+    episodes: "queue.Queue[EpisodeResult]" = field(default_factory=queue.Queue)
+    latest_metrics: dict[int, TrainMetrics] = field(default_factory=dict)
+    errors: list[BaseException] = field(default_factory=list)
+
+    def fail(self, error: BaseException) -> None:
+        """Record a thread's error and stop the run (the coordinator reports the first one)."""
+        with self.counters.lock:
+            self.errors.append(error)
+        self.stop.set()
+
+    def finished_episodes(self) -> list[EpisodeResult]:
+        """The episodes queued now (more may come while this runs: they wait for the next call)."""
+        return [self.episodes.get_nowait() for _ in range(self.episodes.qsize())]

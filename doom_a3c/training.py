@@ -1,0 +1,89 @@
+"""Training from start to end: resolve the config, prepare the run folder, build the mode's backend, run
+the coordinator. The three modes are siblings chosen here; none imports another."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+import time
+from typing import Any
+
+from doom_a3c.checkpoint import CONFIG_FILE, LAST, CheckpointError, SavedRun, ensure_writable_dir, read_checkpoint, \
+    resolve_prefix
+from doom_a3c.config import ConfigError, TrainConfig
+from doom_a3c.coordinator import Backend, Coordinator
+from doom_a3c.resolve import resolve_new_run, resolve_resumed_run, upgrade_saved_config
+
+RUN_FILES = ("checkpoint", CONFIG_FILE, "progress.csv", "learning_curve.png", "tensorboard")
+
+
+def archive_previous_run(model_dir: str) -> str | None:
+    """A fresh run never overwrites an old one: move its files into models/archive/<time>/."""
+    names = [n for n in os.listdir(model_dir) if n in RUN_FILES or n.startswith(("ckpt-", LAST))]
+    if not names:
+        return None
+    target = os.path.join(model_dir, "archive", time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(target, exist_ok=True)
+    for name in names:
+        shutil.move(os.path.join(model_dir, name), os.path.join(target, name))
+    return target
+
+
+def build_backend(config: TrainConfig, resume_prefix: str | None) -> Backend:
+    if config.distributed == "ray":
+        from doom_a3c.ray_mode import RayBackend  # Ray is imported only for --distributed ray
+
+        return RayBackend(config, resume_prefix)
+    from doom_a3c.build import build_thread_run
+    from doom_a3c.thread_backend import ThreadBackend
+
+    parts = build_thread_run(config, resume_prefix)
+    if config.trainer == "ga3c":
+        from doom_a3c.ga3c import ga3c_threads
+
+        return ThreadBackend(parts, ga3c_threads(parts), "ga3c")
+    from doom_a3c.a3c import a3c_workers
+
+    return ThreadBackend(parts, a3c_workers(parts), "a3c")
+
+
+def resolve_run(given: dict[str, Any]) -> tuple[TrainConfig, SavedRun | None]:
+    """The run's complete config from the flags given, and the checkpoint it resumes (None for a fresh run)."""
+    if given.get("resume", False):
+        model_dir = given.get("model_dir", TrainConfig.model_dir)
+        saved = read_checkpoint(resolve_prefix(model_dir))
+        config = upgrade_saved_config(saved.config, saved.prefix)
+        if saved.num_actions != len(config.actions):
+            raise CheckpointError(f"{saved.prefix} has {saved.num_actions} actions but its config lists "
+                                  f"{len(config.actions)}")
+        return resolve_resumed_run(config, given, saved.prefix), saved
+    return resolve_new_run(given), None
+
+
+def train_from_flags(given: dict[str, Any]) -> int:
+    """train.py: the flags given on the command line, by field name. Returns the exit code."""
+    try:
+        TrainConfig(**given).validate()  # the user's own values first, before anything is looked up
+        config, saved = resolve_run(given)
+        ensure_writable_dir(config.model_dir, "--model-dir")
+        ensure_writable_dir(config.frames_dir, "--frames-dir")
+        if saved is None:
+            archived = archive_previous_run(config.model_dir)
+            if archived:
+                print(f"note: the previous run in {config.model_dir} was moved to {archived}", file=sys.stderr)
+        backend = build_backend(config, saved.prefix if saved else None)
+    except (ConfigError, CheckpointError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    counters = saved.counters if saved else {}
+    coordinator = Coordinator(config, backend, episodes=int(counters.get("episodes", 0)),
+                              wall_offset=float(counters.get("wall_seconds", 0.0)), resumed=saved is not None)
+    return coordinator.run_until_done()
+
+
+def train(config: TrainConfig) -> int:
+    """Train from a TrainConfig made in Python: the fields that differ from the defaults count as given."""
+    given = {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)
+             if getattr(config, f.name) != f.default and f.metadata.get("flag", True)}
+    return train_from_flags(given)
