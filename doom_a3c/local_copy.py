@@ -46,7 +46,10 @@ class LocalCopy:
     def gradient(self, rollout: Rollout) -> Gradient:
         return self._gradient(rollout)
 
-    def sync(self, sources) -> None:
-        """Take the global weights: the global network's variables (threads) or arrays (a Ray reply)."""
-        self._copy([tf.convert_to_tensor(s) for s in sources] if isinstance(sources[0], np.ndarray)
-                   else list(sources))
+    def sync(self, global_variables) -> None:
+        """Take the global network's weights (threads: the global network is in this process)."""
+        self._copy(list(global_variables))
+
+    def load(self, weights: list[np.ndarray]) -> None:
+        """Take the global weights as arrays (a Ray worker: from the parameter server's reply)."""
+        self._copy([tf.convert_to_tensor(w) for w in weights])

@@ -183,7 +183,7 @@ class PushingWorker:
 
     def accept(self, reply: PushReply) -> None:
         """Take the parameter server's weights and counters."""
-        self.local.sync(reply.weights)
+        self.local.load(reply.weights)
         self.run.counters.env_steps = reply.env_steps
         self.last_reply = reply
 
@@ -417,7 +417,7 @@ class RayBackend:
             return
         ray = self.session.ray
         if ray.is_initialized():
-            actors = list(getattr(self, "actors", {}).values())
+            actors = list(self.actors.values())
             closing = [actor.close.remote() for actor in actors]
             if closing:
                 ray.wait(closing, num_returns=len(closing), timeout=10)
