@@ -2,8 +2,9 @@
 
     python benchmarks/atari_games.py [--steps 300] [--games ALE/Pong-v5 ALE/Qbert-v5 ...]
 
-By default every registered `ALE/*-v5` id (104 with ale-py 0.12). Prints one line per game (actions, colour
-screen shape, games finished, seconds) and, at the end, the ids that failed; exits 1 if any did.
+By default every registered `ALE/*-v5` id (104 with ale-py 0.12). Each game is resolved and built as train.py
+does it (doom_a3c/resolve.py, then make_environment). Prints one line per game (actions, colour screen shape,
+games finished, seconds) and, at the end, the ids that failed; exits 1 if any did.
 """
 from __future__ import annotations
 
@@ -17,13 +18,16 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.gym_envs import make_gym_environment, registered_atari_ids  # noqa: E402
+from doom_a3c.config import TrainConfig  # noqa: E402
+from doom_a3c.env_batch import make_environment  # noqa: E402
+from doom_a3c.gym_envs import registered_atari_ids  # noqa: E402
+from doom_a3c.resolve import resolve_environment  # noqa: E402
 
 
 def play_random(env_id: str, steps: int, seed: int = 0) -> str:
     """One line about the game after `steps` random actions; raises whatever the game raises."""
     start = time.perf_counter()
-    environment = make_gym_environment(env_id, seed=seed)
+    environment = make_environment(resolve_environment(TrainConfig(scenario=env_id)), seed=seed)
     try:
         observation = environment.reset()
         if observation.shape != (84, 84, 1) or observation.dtype != np.uint8:

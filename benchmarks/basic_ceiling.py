@@ -15,14 +15,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.envs import button_names, button_vector  # noqa: E402
-from doom_a3c.scenarios import resolve_scenario  # noqa: E402
+from doom_a3c.doom_env import button_names, button_vector  # noqa: E402
+from doom_a3c.scenarios import find_doom_scenario  # noqa: E402
 from doom_a3c.summaries import moving_mean  # noqa: E402
 
 LEFT, RIGHT, ATTACK = "MOVE_LEFT", "MOVE_RIGHT", "ATTACK"
@@ -39,9 +40,9 @@ def play(frame_skip: int, episodes: int, seed: int) -> tuple[np.ndarray, np.ndar
     """Scores and lengths (agent steps) of `episodes` games of basic.wad played by `aim`."""
     import vizdoom as vzd
 
-    scenario = resolve_scenario("basic.wad")
+    _, cfg_path = find_doom_scenario("basic.wad", cache_dir=tempfile.gettempdir())  # shipped: nothing written
     game = vzd.DoomGame()
-    game.load_config(scenario.cfg_path)
+    game.load_config(cfg_path)
     game.set_screen_resolution(vzd.ScreenResolution.RES_160X120)
     game.set_window_visible(False)
     game.set_labels_buffer_enabled(True)

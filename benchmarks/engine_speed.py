@@ -4,7 +4,8 @@
     python benchmarks/engine_speed.py [--seconds 5] [--scenario basic.wad]
 
 Steps the scenario's games with uniformly random actions (and restarts, as training does) through the same
-DoomEnvironment the trainer uses (preset frame skip, crop and frame size): one game from one thread, then
+DoomEnvironment the trainer uses, built from the config a fresh train.py run resolves (the preset's frame skip,
+crop, action set and frame size): one game from one thread, then
 one game per core, each from its own thread. Reports steps/s and the CPU time per step of the Python side
 and of the engine processes. Shared machines drift: figures compare only within one sitting.
 """
@@ -22,8 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from doom_a3c.config import TrainConfig  # noqa: E402
-from doom_a3c.envs import make_environment  # noqa: E402
-from doom_a3c.scenarios import with_preset_defaults  # noqa: E402
+from doom_a3c.env_batch import make_environment  # noqa: E402
+from doom_a3c.resolve import resolve_new_run  # noqa: E402
 
 from benchmarks.throughput import children_by_parent  # noqa: E402
 
@@ -39,14 +40,15 @@ def play(env, seconds: float, seed: int, counts: list[int], slot: int) -> None:
     end = time.perf_counter() + seconds
     steps = 0
     while time.perf_counter() < end:
-        if env.step(int(rng.integers(env.num_actions))).done:
+        if env.step(int(rng.integers(env.num_actions))).game_over:
             env.reset()
         steps += 1
     counts[slot] = steps
 
 
 def measure(config: TrainConfig, games: int, seconds: float) -> tuple[float, float, float]:
-    """(steps/s, Python CPU us per step, engine CPU us per step) for `games` games, one thread each."""
+    """(steps/s, Python CPU us per step, engine CPU us per step) for `games` games of a resolved config, one
+    thread each."""
     envs = [make_environment(config, seed=i) for i in range(games)]
     try:
         engines = children_by_parent().get(os.getpid(), [])  # the engine processes ViZDoom started for us
@@ -73,7 +75,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="playing time per measurement")
     parser.add_argument("--scenario", default="basic.wad")
     args = parser.parse_args()
-    config = with_preset_defaults(TrainConfig(scenario=args.scenario), explicit={"scenario"})
+    config = resolve_new_run({"scenario": args.scenario})
     cores = os.cpu_count() or 1
     print(f"{args.scenario}: random actions, frame size {config.frame_size}, {cores} CPU cores")
     for games in sorted({1, cores}):

@@ -107,7 +107,7 @@ def run_mode(name: str, flags: list[str], args: argparse.Namespace, extra: list[
         raise SystemExit(f"error: mode {name} exited with {process.returncode}")
     with open(os.path.join(run_dir, "config.json")) as handle:
         config = json.load(handle)
-    frame_skip = config.get("frame_skip") or 4
+    frame_skip = config["frame_skip"]  # the saved config is resolved: the preset's value, concrete
     rate = steps_per_second(read_progress(os.path.join(run_dir, "progress.csv")), args.warmup)
     with open(os.path.join(run_dir, "rss.csv"), "w") as handle:  # the whole series, to see a trend
         handle.write("wall_s,rss_mib\n" + "".join(f"{t:.1f},{m:.1f}\n" for t, m in samples))

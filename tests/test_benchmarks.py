@@ -89,10 +89,9 @@ def test_throughput_modes_name_their_trainer_whatever_the_preset_says():
 def test_engine_speed_counts_steps_and_the_cpu_of_python_and_of_the_engines():
     pytest.importorskip("vizdoom")
     engine_speed = load_script("engine_speed")
-    from doom_a3c.config import TrainConfig
-    from doom_a3c.scenarios import with_preset_defaults
+    from doom_a3c.resolve import resolve_new_run
 
-    config = with_preset_defaults(TrainConfig(scenario="basic.wad"), explicit={"scenario"})
+    config = resolve_new_run({"scenario": "basic.wad"})  # what engine_speed.py's main() measures
     rate, python_us, engine_us = engine_speed.measure(config, games=2, seconds=0.5)
     assert rate > 50  # steps/s: any machine that runs the suite does far more
     assert python_us > 0 and engine_us > 0  # the engines are separate processes, found and timed

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from doom_a3c.env_batch import EnvBatch, ProcessEnvBatch
-from doom_a3c.envs import StepResult
+from doom_a3c.environment import EnvSpec, Step
 
 
 class CountingEnv:
@@ -18,6 +18,8 @@ class CountingEnv:
 
     num_actions = 3
     action_names = ["a", "b", "c"]
+    observation_shape = (2,)
+    seconds_per_step = 0.25
 
     def __init__(self, ident, length, fail_at=None):
         self.ident, self.length, self.fail_at = ident, length, fail_at
@@ -34,13 +36,17 @@ class CountingEnv:
         if self.fail_at is not None and self.total_steps >= self.fail_at:
             raise RuntimeError(f"engine {self.ident} died")
         self.t += 1
-        return StepResult(np.array([self.ident, self.t], np.uint8), float(action), self.t >= self.length)
+        over = self.t >= self.length
+        return Step(np.array([self.ident, self.t], np.uint8), float(action), over, over)
 
     def screen(self):
         return np.full((2, 2, 3), self.ident, np.uint8)
 
     def close(self):
         pass
+
+
+SPEC = EnvSpec(3, (2,), 0.25, ["a", "b", "c"])
 
 
 def run(threads, steps=7):
@@ -70,6 +76,30 @@ def test_an_ended_game_is_reset_and_its_first_observation_returned():
     assert results[2].dones.tolist() == [False, True, False, False, False]
     assert batch.envs[0].resets == 2 and batch.envs[4].resets == 1
     np.testing.assert_array_equal(results[0].rewards, [0, 1, 2, 0, 1])
+
+
+class LivesEnv(CountingEnv):
+    """Every step loses a life (done, the learning terminal) and the game ends at `length` (game_over)."""
+
+    def step(self, action):
+        result = super().step(action)
+        return result._replace(done=True)
+
+
+def test_a_lost_life_is_done_but_only_the_game_over_resets():
+    batch = EnvBatch([LivesEnv(0, length=3)])
+    batch.reset()
+    steps = [batch.step(np.zeros(1, int)) for _ in range(3)]
+    assert [(bool(s.dones[0]), bool(s.game_overs[0])) for s in steps] == [(True, False), (True, False), (True, True)]
+    assert [int(s.observations[0, 1]) for s in steps] == [1, 2, 0]  # played on after each life; reset at the end
+    assert batch.envs[0].resets == 2
+    batch.close()
+
+
+def test_a_batch_declares_its_games_spec():
+    batch = EnvBatch([CountingEnv(i, length=3) for i in range(2)])
+    assert batch.spec == SPEC and isinstance(batch.spec.observation_shape, tuple)
+    batch.close()
 
 
 def test_returned_arrays_are_copies_not_views_of_the_next_step():
@@ -102,7 +132,7 @@ def test_child_processes_give_the_same_results_as_a_plain_loop(processes):
     first, expected, _ = run(1)
     batch = ProcessEnvBatch(counting_factories(), processes)
     try:
-        assert len(batch) == 5 and batch.num_actions == 3
+        assert len(batch) == 5 and batch.spec == SPEC
         np.testing.assert_array_equal(batch.reset(), first)
         for want in expected:
             got = batch.step(np.arange(5) % 3)

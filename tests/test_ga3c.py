@@ -6,35 +6,35 @@ import json
 import threading
 import time
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT  # noqa: F401 - puts the repo on sys.path
+from test_a3c import SHAPE, BrightSideEnv, fake_config, fake_thread_run
 from test_cli import read_rows, run
-from test_worker import SHAPE, BrightSideEnv
 
-from doom_a3c.checkpoint import read_checkpoint_identity
-from doom_a3c.config import TrainConfig
-from doom_a3c.ga3c import Predictor, RolloutTrainer, Runner, build_ga3c, concatenate_rollouts
-from doom_a3c.network import ActorCritic, LSTMState
-from doom_a3c.worker import SharedState
+from doom_a3c.checkpoint import read_checkpoint
+from doom_a3c.ga3c import Predictor, PredictorPolicy, RolloutTrainer, Runner, ga3c_threads
+from doom_a3c.learning import GradientStep
+from doom_a3c.rollout import GameRunner, concatenate_rollouts
 
 
-def make_shared(learning_rate=7e-4):
-    global_net = ActorCritic(3, name="global").build_variables(SHAPE)
-    optimizer = keras.optimizers.Adam(learning_rate)
-    optimizer.build(global_net.trainable_variables)
-    return SharedState(global_net, optimizer)
+def small_config(tmp_path, **overrides):
+    return fake_config(tmp_path, **{"learning_rate": 7e-4, "rollout": 30, "env_threads": 1, **overrides})
 
 
-def small_config(**overrides):
-    return TrainConfig(**{"learning_rate": 7e-4, "rollout": 30, "env_threads": 1, **overrides})
+def make_runner(parts, index, predictor, training_queue=None, policy_class=PredictorPolicy, seed=None):
+    """Runner `index` of the run's parts, acting through `predictor`, as ga3c_threads builds it."""
+    config = parts.config
+    policy = policy_class(predictor, index)
+    game_runner = GameRunner(index, config, parts.games[index], policy, parts.run,
+                             seed=index if seed is None else seed)
+    return Runner(index, game_runner, policy, config.rollout, training_queue)
 
 
-def start_threads(parts):
-    threads = [threading.Thread(target=part.run, daemon=True) for part in parts]
+def start_threads(bodies):
+    threads = [threading.Thread(target=body.run_thread, daemon=True) for body in bodies]
     for thread in threads:
         thread.start()
     return threads
@@ -47,56 +47,56 @@ def join_all(threads, timeout=20.0):
     assert not any(t.is_alive() for t in threads), "a GA3C thread did not stop"
 
 
-def drain_rewards(shared):
-    return [shared.episodes.get_nowait().reward for _ in range(shared.episodes.qsize())]
+def drain_rewards(run):
+    return [episode.reward for episode in run.finished_episodes()]
 
 
-def test_ga3c_learns_a_pixel_task():
+def test_ga3c_learns_a_pixel_task(tmp_path):
     """2 runners x 4 games through one predictor and one trainer: random play scores about 3.3 of 10,
     the learnt policy must read the screen and score > 8 (measured: > 9 after 60 updates, about 17 s)."""
-    shared = make_shared()
     groups = [[BrightSideEnv(10 * r + e) for e in range(4)] for r in range(2)]
-    parts = build_ga3c(small_config(workers=2, envs_per_worker=4), groups, shared, 1.0, False, [None, None])
-    threads = start_threads(parts)
+    parts = fake_thread_run(small_config(tmp_path, workers=2, envs_per_worker=4), groups)
+    run, counters = parts.run, parts.run.counters
+    threads = start_threads(ga3c_threads(parts))
     deadline = time.time() + 120
-    while shared.updates < 80 and time.time() < deadline and not shared.stop.is_set():
+    while counters.updates < 80 and time.time() < deadline and not run.stop.is_set():
         time.sleep(0.1)
-    drain_rewards(shared)
-    updates_before = shared.updates
-    while shared.updates < updates_before + 4 and time.time() < deadline and not shared.stop.is_set():
+    drain_rewards(run)
+    updates_before = counters.updates
+    while counters.updates < updates_before + 4 and time.time() < deadline and not run.stop.is_set():
         time.sleep(0.05)
-    shared.stop.set()
+    run.stop.set()
     join_all(threads)
-    assert not shared.errors, shared.errors
-    rewards = drain_rewards(shared)
-    assert len(rewards) >= 16, (shared.updates, len(rewards))
-    assert np.mean(rewards) > 8.0, (shared.updates, rewards)
-    assert all(m.policy_lag is not None and m.policy_lag >= 0 for m in shared.latest_metrics.values())
+    assert not run.errors, run.errors
+    rewards = drain_rewards(run)
+    assert len(rewards) >= 16, (counters.updates, len(rewards))
+    assert np.mean(rewards) > 8.0, (counters.updates, rewards)
+    assert all(m.policy_lag is not None and m.policy_lag >= 0 for m in run.latest_metrics.values())
 
 
-class RecordingRunner(Runner):
-    """Keeps the logits it was given at every step."""
+class RecordingPolicy(PredictorPolicy):
+    """Keeps the logits the predictor gave its runner at every step."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.logits = []
 
-    def _sample(self, logits):
+    def act(self, observations, starts):
+        logits, values = super().act(observations, starts)
         self.logits.append(np.array(logits))
-        return super()._sample(logits)
+        return logits, values
 
 
-def test_predictor_lstm_states_match_stepping_the_network_by_hand():
+def test_predictor_lstm_states_match_stepping_the_network_by_hand(tmp_path):
     """Two runners (2 games and 1 game, episodes of 3, 4 and 5 steps: resets at different steps) are always
     answered in one batched step; each game's logits equal stepping the network alone for that runner."""
-    shared = make_shared()
-    config = small_config(rollout=7)
-    predictor = Predictor(shared, [2, 1])
-    training_queue = None  # next_item() is called directly
-    runners = [RecordingRunner(0, config, [BrightSideEnv(0, episode_length=3), BrightSideEnv(1, episode_length=4)],
-                               shared, predictor, training_queue, 1.0, seed=0),
-               RecordingRunner(1, config, [BrightSideEnv(2, episode_length=5)], shared, predictor, training_queue,
-                               1.0, seed=1)]
+    config = small_config(tmp_path, rollout=7, workers=2)
+    parts = fake_thread_run(config, [[BrightSideEnv(0, episode_length=3), BrightSideEnv(1, episode_length=4)],
+                                     [BrightSideEnv(2, episode_length=5)]])
+    net = parts.learner.net
+    predictor = Predictor(net, parts.run, [2, 1])
+    # next_item() is called directly: no training queue
+    runners = [make_runner(parts, r, predictor, policy_class=RecordingPolicy) for r in range(2)]
     items = {0: [], 1: []}
 
     def play(runner):
@@ -114,9 +114,9 @@ def test_predictor_lstm_states_match_stepping_the_network_by_hand():
             time.sleep(0.001)
     join_all(threads, timeout=1)
     assert predictor.batch_sizes and set(predictor.batch_sizes) == {3}
-    step = tf.function(shared.global_net.step)
+    step = tf.function(net.step)
     for runner in runners:
-        state = shared.global_net.initial_state(len(runner.envs))
+        state = net.initial_state(len(runner.game_runner.games))
         rollouts = [item.rollout for item in items[runner.index]]
         assert sum(r.starts[1:].sum() for r in rollouts) >= 2  # episodes began inside the rollouts
         for k, rollout in enumerate(rollouts):
@@ -124,19 +124,21 @@ def test_predictor_lstm_states_match_stepping_the_network_by_hand():
             np.testing.assert_allclose(rollout.initial_state.c, state.c.numpy(), atol=1e-5)
             for t in range(config.rollout):
                 out = step(rollout.observations[t], state, rollout.starts[t])
-                np.testing.assert_allclose(runner.logits[k * config.rollout + t], out.logits.numpy(), atol=1e-5)
+                np.testing.assert_allclose(runner.policy.logits[k * config.rollout + t], out.logits.numpy(),
+                                           atol=1e-5)
                 np.testing.assert_allclose(rollout.values[t], out.values.numpy(), atol=1e-5)
                 state = out.state
     # the predictor kept the state the hand-stepped network reached
     np.testing.assert_allclose(predictor.state_of(1).h, state.h.numpy(), atol=1e-5)
 
 
-def test_policy_lag_counts_updates_between_acting_and_training():
-    shared = make_shared()
-    config = small_config(rollout=5)
-    predictor = Predictor(shared, [2])
-    runner = Runner(0, config, [BrightSideEnv(0), BrightSideEnv(1)], shared, predictor, None, 1.0, seed=0)
-    trainer = RolloutTrainer(0, config, shared, None, rollouts_per_batch=1)
+def test_policy_lag_counts_updates_between_acting_and_training(tmp_path):
+    config = small_config(tmp_path, rollout=5)
+    parts = fake_thread_run(config, [[BrightSideEnv(0), BrightSideEnv(1)]])
+    learner = parts.learner
+    predictor = Predictor(learner.net, parts.run, [2])
+    runner = make_runner(parts, 0, predictor)
+    trainer = RolloutTrainer(0, learner, GradientStep(learner.net, config), parts.run, None, rollouts_per_batch=1)
     serving = start_threads([predictor])
     try:
         # one trainer, nothing else updating: trained before any other update, lag 0
@@ -148,22 +150,22 @@ def test_policy_lag_counts_updates_between_acting_and_training():
         for _ in range(3):
             trainer.train([runner.next_item()])
         assert trainer.train([third]).policy_lag == 3
-        assert shared.updates == 7
+        assert parts.run.counters.updates == 7
     finally:
-        shared.stop.set()
+        parts.run.stop.set()
         join_all(serving)
 
 
-def test_concatenated_rollouts_put_games_side_by_side():
-    shared = make_shared()
-    predictor = Predictor(shared, [2, 1])
+def test_concatenated_rollouts_put_games_side_by_side(tmp_path):
+    config = small_config(tmp_path, rollout=4, workers=2)
+    parts = fake_thread_run(config, [[BrightSideEnv(0), BrightSideEnv(1)], [BrightSideEnv(2)]])
+    predictor = Predictor(parts.learner.net, parts.run, [2, 1])
     serving = start_threads([predictor])
     try:
-        config = small_config(rollout=4)
-        a = Runner(0, config, [BrightSideEnv(0), BrightSideEnv(1)], shared, predictor, None, 1.0, seed=0).next_item()
-        b = Runner(1, config, [BrightSideEnv(2)], shared, predictor, None, 1.0, seed=1).next_item()
+        a = make_runner(parts, 0, predictor).next_item()
+        b = make_runner(parts, 1, predictor).next_item()
     finally:
-        shared.stop.set()
+        parts.run.stop.set()
         join_all(serving)
     both = concatenate_rollouts([a.rollout, b.rollout])
     assert both.observations.shape == (4, 3, *SHAPE) and both.actions.shape == (4, 3)
@@ -172,13 +174,13 @@ def test_concatenated_rollouts_put_games_side_by_side():
 
 
 @pytest.mark.parametrize("failing", ["runner", "predictor", "trainer"])
-def test_an_error_in_any_ga3c_thread_stops_them_all(failing, monkeypatch):
-    shared = make_shared()
+def test_an_error_in_any_ga3c_thread_stops_them_all(failing, tmp_path, monkeypatch):
     crash = 45 if failing == "runner" else None
     groups = [[BrightSideEnv(0, fail_after=crash), BrightSideEnv(1)], [BrightSideEnv(2)]]
-    parts = build_ga3c(small_config(workers=2, envs_per_worker=2, rollout=5), groups, shared, 1.0, False, [None] * 2)
-    predictor = next(p for p in parts if isinstance(p, Predictor))
-    trainer = next(p for p in parts if isinstance(p, RolloutTrainer))
+    parts = fake_thread_run(small_config(tmp_path, workers=2, envs_per_worker=2, rollout=5), groups)
+    bodies = ga3c_threads(parts)
+    predictor = next(b for b in bodies if isinstance(b, Predictor))
+    trainer = next(b for b in bodies if isinstance(b, RolloutTrainer))
 
     def broken(*args, **kwargs):
         raise RuntimeError("the game crashed")
@@ -187,17 +189,20 @@ def test_an_error_in_any_ga3c_thread_stops_them_all(failing, monkeypatch):
         predictor._step = broken
     elif failing == "trainer":
         monkeypatch.setattr(trainer, "train", broken)
-    threads = start_threads(parts)
+    threads = start_threads(bodies)
     join_all(threads)  # every thread returns by itself: nobody waits forever on a queue
-    assert shared.stop.is_set()
-    assert len(shared.errors) == 1 and "crashed" in str(shared.errors[0])
+    assert parts.run.stop.is_set()
+    assert len(parts.run.errors) == 1 and "crashed" in str(parts.run.errors[0])
 
 
-def test_trainer_reports_a_ga3c_thread_error_in_one_line_after_a_final_checkpoint(tmp_path, monkeypatch, capsys):
-    from doom_a3c import trainer as trainer_module
+def test_training_reports_a_ga3c_thread_error_in_one_line_after_a_final_checkpoint(tmp_path, monkeypatch, capsys):
+    from doom_a3c import build
+    from doom_a3c.config import TrainConfig
+    from doom_a3c.coordinator import Coordinator
+    from doom_a3c.training import train
 
-    monkeypatch.setattr(trainer_module, "configure_threads", lambda workers: None)  # TF is already running
-    monkeypatch.setattr(trainer_module.Trainer, "_install_signal_handlers", lambda self: None)
+    monkeypatch.setattr(build, "configure_threads", lambda workers: None)  # TF is already running
+    monkeypatch.setattr(Coordinator, "_install_signal_handlers", lambda self: None)
     calls = []
 
     def train_then_fail(self, items):
@@ -210,8 +215,8 @@ def test_trainer_reports_a_ga3c_thread_error_in_one_line_after_a_final_checkpoin
     monkeypatch.setattr(RolloutTrainer, "train", train_then_fail)
     config = TrainConfig(scenario="CartPole-v1", trainer="ga3c", workers=2, envs_per_worker=2, env_threads=1,
                          rollout=10, lstm_size=8, hidden_size=8, gif_every=0, model_dir=str(tmp_path / "m"),
-                         frames_dir=str(tmp_path / "f")).validate()
-    assert trainer_module.Trainer(config).run() == 1
+                         frames_dir=str(tmp_path / "f"))
+    assert train(config) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "trainer thread broke" in lines[0], lines
     assert calls == [2, 2, 2]  # one rollout per runner in each batch
@@ -251,5 +256,5 @@ def test_ga3c_train_play_and_resume_as_a3c(tmp_path):
     after = read_rows(model_dir / "progress.csv")
     assert after[: len(rows)] == rows and len(after) > len(rows)
     # The step counter, not the last episode's row: no game need end in the last rollouts before the stop.
-    _, _, counters = read_checkpoint_identity(str(model_dir / "last.ckpt"))
+    counters = read_checkpoint(str(model_dir / "last.ckpt")).counters
     assert counters["env_steps"] >= 2500 and after[-1]["env_steps"] > rows[-1]["env_steps"]

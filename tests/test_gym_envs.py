@@ -3,11 +3,19 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from doom_a3c.config import ConfigError
-from doom_a3c.gym_envs import (AtariEnvironment, GymStep, VectorEnvironment, is_gym_id, looks_like_gym_id,
+from doom_a3c.config import ConfigError, TrainConfig
+from doom_a3c.environment import Step
+from doom_a3c.gym_envs import (AtariEnvironment, VectorEnvironment, is_gym_id, looks_like_gym_id,
                                make_gym_environment, registered_atari_ids)
 
 MAX_AGENT_STEPS = 5000  # a random Atari game ends far sooner; this only guards against a hang
+
+
+def gym_environment(env_id: str, seed: int, frame_skip: int = 4, frame_size: int = 84):
+    """make_gym_environment for a config naming this id, as resolve.py completes one (frame skip and frame size
+    apply to Atari only)."""
+    config = TrainConfig(scenario=env_id, scenario_path=env_id, frame_skip=frame_skip, frame_size=frame_size)
+    return make_gym_environment(config, seed)
 
 
 class AleCallRecorder:
@@ -28,7 +36,7 @@ class AleCallRecorder:
         return result
 
 
-def play_random_game(environment, seed: int) -> list[GymStep]:
+def play_random_game(environment, seed: int) -> list[Step]:
     rng = np.random.default_rng(seed)
     environment.reset()
     steps = []
@@ -41,7 +49,7 @@ def play_random_game(environment, seed: int) -> list[GymStep]:
 
 @pytest.fixture(scope="module")
 def breakout():
-    environment = make_gym_environment("ALE/Breakout-v5", seed=0)
+    environment = gym_environment("ALE/Breakout-v5", seed=0)
     yield environment
     environment.close()
 
@@ -63,11 +71,12 @@ def test_misspelt_ids_still_look_like_gym_ids_but_doom_names_do_not():
 
 @pytest.mark.parametrize("env_id", ["ALE/Pong-v5", "PongNoFrameskip-v4", "Pong-v4"])
 def test_atari_observations_are_84x84_grey_uint8_and_screen_is_full_colour(env_id):
-    environment = make_gym_environment(env_id, seed=1)
+    environment = gym_environment(env_id, seed=1)
     try:
         assert isinstance(environment, AtariEnvironment) and environment.kind == "image"
         assert environment.observation_shape == (84, 84, 1) and environment.observation_dtype == np.uint8
         assert environment.num_actions == len(environment.action_names) == 6
+        assert environment.seconds_per_step == 4 / 60  # frame skip 4 at the console's 60 frames per second
         observation = environment.reset()
         for _ in range(20):
             result = environment.step(environment.num_actions - 1)
@@ -108,7 +117,7 @@ def test_the_grey_base_env_changes_nothing_the_agent_sees(monkeypatch):
 
 def test_atari_frame_size_is_the_preprocessing_screen_size():
     """--frame-size reaches gymnasium's AtariPreprocessing: 42x42 grey frames, the same game."""
-    environment = make_gym_environment("ALE/Pong-v5", seed=1, frame_size=42)
+    environment = gym_environment("ALE/Pong-v5", seed=1, frame_size=42)
     try:
         assert environment.observation_shape == (42, 42, 1)
         assert environment.reset().shape == (42, 42, 1)
@@ -147,7 +156,7 @@ def test_breakout_presses_fire_after_reset_and_after_each_lost_life(breakout):
 
 
 def test_games_without_fire_are_not_fired():
-    environment = make_gym_environment("ALE/Freeway-v5", seed=0)
+    environment = gym_environment("ALE/Freeway-v5", seed=0)
     try:
         assert "FIRE" not in environment.action_names and not environment.fires_on_reset
         recorder = AleCallRecorder(environment)
@@ -167,7 +176,7 @@ def test_registered_atari_ids_are_the_v5_image_games():
 def test_games_whose_first_action_is_not_noop_start_without_noops_or_serve(env_id):
     # Their action 0 is FIRE: random no-op starts would press it (gymnasium refuses), and FireResetEnv's
     # serve is for games whose actions begin NOOP, FIRE.
-    environment = make_gym_environment(env_id, seed=0)
+    environment = gym_environment(env_id, seed=0)
     try:
         assert environment.action_names[0] == "FIRE" and not environment.fires_on_reset
         recorder = AleCallRecorder(environment)
@@ -180,7 +189,7 @@ def test_games_whose_first_action_is_not_noop_start_without_noops_or_serve(env_i
 
 
 def test_life_loss_can_be_left_non_terminal():
-    environment = make_gym_environment("ALE/Breakout-v5", seed=0, life_loss_terminal=False)
+    environment = AtariEnvironment("ALE/Breakout-v5", seed=0, life_loss_terminal=False)
     try:
         steps = play_random_game(environment, seed=0)
         assert [step.done for step in steps] == [step.game_over for step in steps]
@@ -190,7 +199,7 @@ def test_life_loss_can_be_left_non_terminal():
 
 
 def test_space_invaders_rewards_are_raw_and_sum_to_the_true_score():
-    environment = make_gym_environment("ALE/SpaceInvaders-v5", seed=2)
+    environment = gym_environment("ALE/SpaceInvaders-v5", seed=2)
     try:
         recorder = AleCallRecorder(environment)
         steps = play_random_game(environment, seed=2)
@@ -205,7 +214,7 @@ def test_space_invaders_rewards_are_raw_and_sum_to_the_true_score():
 def test_same_seed_gives_the_same_game_and_another_seed_does_not():
     games = []
     for seed in (7, 7, 8):
-        environment = make_gym_environment("ALE/Breakout-v5", seed=seed)
+        environment = gym_environment("ALE/Breakout-v5", seed=seed)
         observations = [environment.reset()]
         observations += [environment.step(action % 4).observation for action in range(40)]
         games.append(np.stack(observations))
@@ -216,7 +225,7 @@ def test_same_seed_gives_the_same_game_and_another_seed_does_not():
 
 @pytest.mark.parametrize("env_id", ["ALE/Breakout-v5", "CartPole-v1"])
 def test_only_the_first_reset_is_seeded(env_id):
-    environment = make_gym_environment(env_id, seed=5)
+    environment = gym_environment(env_id, seed=5)
     base = environment._env.unwrapped
     original_reset, seeds = base.reset, []
     base.reset = lambda seed=None, options=None: seeds.append(seed) or original_reset(seed=seed, options=options)
@@ -229,11 +238,12 @@ def test_only_the_first_reset_is_seeded(env_id):
 
 
 def test_cartpole_is_a_float32_vector_env_whose_episode_ends():
-    environment = make_gym_environment("CartPole-v1", seed=0)
+    environment = gym_environment("CartPole-v1", seed=0)
     try:
         assert isinstance(environment, VectorEnvironment) and environment.kind == "vector"
         assert environment.observation_shape == (4,) and environment.observation_dtype == np.float32
         assert environment.num_actions == len(environment.action_names) == 2
+        assert environment.seconds_per_step == 1 / 50  # CartPole renders at 50 fps: GIFs play at its speed
         observation = environment.reset()
         assert observation.shape == (4,) and observation.dtype == np.float32
         steps = [environment.step(0)]
@@ -254,7 +264,7 @@ def test_a_time_limit_ends_the_game():
     if env_id not in gym.registry:
         gym.register(env_id, entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv",
                      max_episode_steps=3)
-    environment = make_gym_environment(env_id, seed=0)
+    environment = gym_environment(env_id, seed=0)
     try:
         environment.reset()
         steps = [environment.step(action) for action in (0, 1, 0)]  # balanced: only the limit ends it
@@ -273,7 +283,7 @@ def test_a_time_limit_ends_the_game():
 ])
 def test_bad_ids_raise_one_helpful_config_error(env_id, expected):
     with pytest.raises(ConfigError) as error:
-        make_gym_environment(env_id, seed=0)
+        gym_environment(env_id, seed=0)
     assert expected in str(error.value) and "\n" not in str(error.value)
 
 
@@ -282,5 +292,7 @@ def test_each_class_rejects_the_other_kind():
         AtariEnvironment("CartPole-v1", seed=0)
     with pytest.raises(ConfigError, match="is an Atari game"):
         VectorEnvironment("ALE/Pong-v5", seed=0)
-    with pytest.raises(ConfigError, match="frame-skip"):
-        make_gym_environment("ALE/Pong-v5", seed=0, frame_skip=-1)
+    with pytest.raises(ConfigError, match="frame skip must be >= 1 for Atari"):
+        gym_environment("ALE/Pong-v5", seed=0, frame_skip=0)
+    with pytest.raises(ConfigError, match="--frame-skip must be > 0, got -1"):  # before any game is built
+        TrainConfig(scenario="ALE/Pong-v5", frame_skip=-1).validate()

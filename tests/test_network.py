@@ -3,10 +3,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.envs import OBSERVATION_SHAPE, preprocess_frame
+from doom_a3c.environment import preprocess_frame
 from doom_a3c.network import ActorCritic, LSTMState, NormalizedColumns
 
 A, L = 4, 32
+OBSERVATION_SHAPE = (84, 84, 1)  # preprocess_frame's default size
 
 
 # ---- preprocess_frame ----------------------------------------------------------------------------
@@ -74,10 +75,12 @@ def test_preprocess_crop_is_asymmetric_and_works_on_rgb():
 
 
 def test_basic_preset_crop_cuts_the_seed_border():
-    """The basic preset's crop removes 10 rows top and bottom and 30 columns each side of 160x120 (its comment)."""
-    from doom_a3c.scenarios import resolve_scenario
+    """The basic preset's crop, as a run's resolved config holds it, removes 10 rows top and bottom and 30 columns
+    each side of 160x120 (its comment)."""
+    from doom_a3c.config import TrainConfig
+    from doom_a3c.resolve import resolve_environment
 
-    crop = resolve_scenario("basic").crop
+    crop = resolve_environment(TrainConfig(scenario="basic")).crop
     assert crop[2] == crop[3] == 0.1875
     out = preprocess_frame(_framed_screen(10, 10, 30, 30), crop)
     assert np.all(out == 0), f"border left in the observation: max {out.max()}, rows cut {int(crop[0] * 120)}"

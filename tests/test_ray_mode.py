@@ -1,7 +1,8 @@
-"""--distributed ray: the parameter server and the pushing worker as plain classes (no Ray), the Ray session's
-set-up and its one-line errors, and real local Ray runs of train.py on basic.wad: 2 worker processes, the
-checkpoint's counters, progress.csv, config.json, play.py, resumes ray -> threaded -> ray, and a worker
-process killed with SIGKILL mid-run (replaced; nothing the run counted is missing)."""
+"""--distributed ray (doom_a3c/ray_mode.py, ray_session.py): the parameter server and the pushing worker as
+plain classes (no Ray), the Ray session's set-up and its one-line errors, and real local Ray runs of train.py
+on basic.wad: 2 worker processes, the checkpoint's counters, progress.csv, config.json, play.py, resumes
+ray -> threaded -> ray, and a worker process killed with SIGKILL mid-run (replaced; nothing the run counted
+is missing)."""
 import glob
 import json
 import os
@@ -12,33 +13,44 @@ import sys
 import threading
 import time
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT
+from test_a3c import BrightSideEnv, fake_config, fake_thread_run
 from test_cli import read_rows, run
-from test_worker import SHAPE, BrightSideEnv
 
-from doom_a3c.checkpoint import RunCounters, read_checkpoint_identity, restore
+from doom_a3c import ray_mode
+from doom_a3c.a3c import a3c_workers
+from doom_a3c.build import build_global
+from doom_a3c.checkpoint import read_checkpoint
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.distributed import (SESSION_SOCKET_SUFFIX, SOCKET_PATH_LIMIT, ParameterServer, PushingWorker,
-                                  check_reachable, local_temp_dir)
-from doom_a3c.network import ActorCritic, build_actor_critic
-from doom_a3c.trainer import build_optimizer
-from doom_a3c.worker import SharedState, Worker
+from doom_a3c.env_batch import EnvBatch
+from doom_a3c.environment import EnvSpec
+from doom_a3c.ray_mode import ParameterServer, PushingWorker
+from doom_a3c.ray_session import SESSION_SOCKET_SUFFIX, SOCKET_PATH_LIMIT, check_reachable, local_temp_dir
 
 VECTOR_SHAPE = (4,)
 
 
-def small_config(**overrides):
-    return TrainConfig(**{"lstm_size": 8, "hidden_size": 8, "learning_rate": 1e-2, **overrides})
+def small_config(model_dir, num_actions=2, **overrides):
+    """A resolved config for a vector env with `num_actions` actions, saving into `model_dir`."""
+    values = dict(scenario="fake", env_kind="vector", scenario_path="fake-v0",
+                  actions=[[f"ACTION_{i}"] for i in range(num_actions)], frame_skip=1, reward_scale=1.0,
+                  clip_rewards=False, lstm_size=8, hidden_size=8, learning_rate=1e-2, model_dir=str(model_dir))
+    return TrainConfig(**{**values, **overrides})
 
 
-def make_server(tmp_path, config=None, num_actions=2, shape=VECTOR_SHAPE):
-    config = config or small_config()
-    return ParameterServer(config.to_json(), str(tmp_path), num_actions, shape, configure_threads=False)
+def vector_spec(num_actions=2):
+    return EnvSpec(num_actions, VECTOR_SHAPE, 0.02, [f"ACTION_{i}" for i in range(num_actions)])
+
+
+def make_server(model_dir, config=None, num_actions=2, resume_prefix=None):
+    config = config or small_config(model_dir, num_actions)
+    server = ParameterServer(config.to_json(), configure_threads=False)
+    assert server.build(vector_spec(num_actions), resume_prefix) is None
+    return server
 
 
 def copy_weights(source, target):
@@ -84,9 +96,9 @@ def test_parameter_server_never_applies_a_non_finite_gradient(tmp_path, bad):
 def test_parameter_server_clips_what_it_applies(tmp_path):
     """A gradient of global norm 1000 is applied as one of norm --clip-norm: the same weights as the same
     gradient clipped by hand (RMSProp's first step, with its epsilon 0.1, depends on the gradient's size)."""
-    config = small_config(optimizer="rmsprop", clip_norm=40.0)
-    huge, clipped = make_server(tmp_path / "a", config), make_server(tmp_path / "b", config)
-    copy_weights(huge.net, clipped.net)
+    huge = make_server(tmp_path, small_config(tmp_path / "a", optimizer="rmsprop", clip_norm=40.0))
+    clipped = make_server(tmp_path, small_config(tmp_path / "b", optimizer="rmsprop", clip_norm=40.0))
+    copy_weights(huge.parts.learner.net, clipped.parts.learner.net)
     grads = ones_like(huge)
     norm = np.sqrt(sum(np.square(g).sum() for g in grads))
     huge.apply(0, [g * (1000.0 / norm) for g in grads], 1)
@@ -96,56 +108,57 @@ def test_parameter_server_clips_what_it_applies(tmp_path):
 
 
 def test_parameter_server_checkpoint_is_the_threaded_format(tmp_path):
-    """What the PS saves restores into the objects the threaded Trainer builds, and the PS loads it back."""
-    config = small_config()
-    server = make_server(tmp_path / "ps", config)
+    """What the PS saves restores into the global parts a threaded run builds (build_thread_run calls
+    build_global), and a fresh PS resumes it."""
+    config = small_config(tmp_path / "ps")
+    server = make_server(tmp_path, config)
     for _ in range(3):
         server.apply(0, ones_like(server, 0.5), 100, [1.0])
     prefix = server.save(episodes=3, wall_seconds=12.5)
-    saved, actions, counters = read_checkpoint_identity(prefix)
-    assert actions == 2 and saved.to_json() == config.to_json()
-    assert counters == {"env_steps": 300, "episodes": 3, "updates": 3, "wall_seconds": 12.5}
+    saved = read_checkpoint(prefix)
+    assert saved.num_actions == 2 and saved.config == json.loads(config.to_json())
+    assert saved.counters == {"env_steps": 300, "episodes": 3, "updates": 3, "wall_seconds": 12.5}
     assert os.path.exists(tmp_path / "ps" / "last.ckpt.index") and os.path.exists(tmp_path / "ps" / "config.json")
-    # the threaded trainer's objects, as Trainer._build makes them
-    net = build_actor_critic(config, 2, VECTOR_SHAPE, name="global")
-    optimizer = build_optimizer(config)
-    optimizer.build(net.trainable_variables)
-    restore(tf.train.Checkpoint(model=net, optimizer=optimizer, run=RunCounters(config, 2)), prefix)
-    for a, b in zip(net.trainable_variables, server.weights()):
-        np.testing.assert_array_equal(a.numpy(), b)
+    # the threaded modes' global network, optimizer and counters
+    threaded = build_global(small_config(tmp_path / "threaded"), vector_spec(), resume_prefix=prefix)
+    for a, b in zip(threaded.learner.weights(), server.weights()):
+        np.testing.assert_array_equal(a, b)
+    assert (threaded.learner.counters.env_steps, threaded.learner.counters.updates) == (300, 3)
     # and a fresh PS resumes it: weights, optimizer slots and counters
-    again = make_server(tmp_path / "again", config)
-    assert again.load(prefix) is None
-    assert (again.env_steps, again.updates, again.episodes) == (300, 3, 3)
+    again = make_server(tmp_path, small_config(tmp_path / "again"), resume_prefix=prefix)
+    assert (again.counters.env_steps, again.counters.updates, again.episodes) == (300, 3, 3)
     np.testing.assert_array_equal(again.apply(0, ones_like(again), 1).weights[0],
                                   server.apply(0, ones_like(server), 1).weights[0])
-    assert "cannot restore" in make_server(tmp_path / "other", config, num_actions=5).load(prefix)
+    # a network of another shape cannot take it, and the games must have the config's action count
+    other = ParameterServer(small_config(tmp_path / "other", num_actions=5).to_json(), configure_threads=False)
+    assert "cannot restore" in other.build(vector_spec(5), prefix)
+    mismatched = ParameterServer(config.to_json(), configure_threads=False)
+    assert "have 5 actions but the config lists 2" in mismatched.build(vector_spec(5))
 
 
 # ---- the pushing worker is the threaded worker ----------------------------------------------------------------
-def test_pushing_worker_makes_the_threaded_workers_update(tmp_path):
+def test_pushing_worker_makes_the_threaded_workers_update(tmp_path, monkeypatch):
     """Same weights, same games, same seeds: a PushingWorker through the parameter server and a threaded
-    Worker on an in-process global network produce the same new global weights, update after update."""
-    config = TrainConfig(learning_rate=7e-4, rollout=10, env_threads=1)
-    global_net = ActorCritic(3, name="global").build_variables(SHAPE)
-    optimizer = keras.optimizers.Adam(7e-4)
-    optimizer.build(global_net.trainable_variables)
-    shared = SharedState(global_net, optimizer)
-    threaded = Worker(0, config, [BrightSideEnv(s) for s in range(3)], ActorCritic(3, name="w0").build_variables(SHAPE),
-                      shared, reward_scale=1.0, seed=5)
+    A3C worker on an in-process global network produce the same new global weights, update after update."""
+    config = fake_config(tmp_path, learning_rate=7e-4, rollout=10, env_threads=1, seed=5)
+    parts = fake_thread_run(config, [[BrightSideEnv(s) for s in range(3)]])
+    threaded = a3c_workers(parts)[0]
+    server = ParameterServer(config.to_json(), configure_threads=False)
+    assert server.build(parts.spec) is None
+    monkeypatch.setattr(ray_mode, "worker_games",
+                        lambda config, index, offset=0: EnvBatch([BrightSideEnv(s) for s in range(3)], threads=1))
+    pushing = PushingWorker(0, config, server.apply)
+    copy_weights(parts.learner.net, server.parts.learner.net)
     threaded.sync()
-    server = ParameterServer(config.to_json(), str(tmp_path), 3, SHAPE, configure_threads=False)
-    pushing = PushingWorker(0, config, [BrightSideEnv(s) for s in range(3)],
-                            ActorCritic(3, name="w1").build_variables(SHAPE), server.apply, 1.0, seed=5)
-    copy_weights(global_net, server.net)
     pushing.accept(server.pull())
     for _ in range(3):
-        threaded.learn(threaded.collect_rollout(config.rollout))
+        threaded.learn(threaded.runner.collect(config.rollout))
         episodes, metrics = pushing.play_and_learn()
         assert metrics.applied
-        for a, b in zip(global_net.trainable_variables, server.weights()):
-            np.testing.assert_allclose(a.numpy(), b, atol=2e-6)
-    assert server.env_steps == shared.env_steps == 90 and server.updates == shared.updates == 3
+        for a, b in zip(parts.learner.weights(), server.weights()):
+            np.testing.assert_allclose(a, b, atol=2e-6)
+    counters = parts.run.counters
+    assert server.counters.env_steps == counters.env_steps == 90 and server.counters.updates == counters.updates == 3
     assert server.episodes == 9 and len(episodes) == 3  # episodes of 10 steps: 3 games x 3 rollouts of 10
 
 
@@ -173,8 +186,8 @@ def test_an_unreachable_ray_address_is_a_config_error_within_seconds():
 
 
 def test_threaded_training_never_imports_ray():
-    code = ("import sys, doom_a3c, doom_a3c.trainer, doom_a3c.worker, doom_a3c.ga3c; "
-            "assert 'ray' not in sys.modules, 'ray imported'")
+    code = ("import sys, doom_a3c, doom_a3c.training, doom_a3c.coordinator, doom_a3c.thread_backend, "
+            "doom_a3c.build, doom_a3c.a3c, doom_a3c.ga3c; assert 'ray' not in sys.modules, 'ray imported'")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
@@ -200,8 +213,7 @@ def test_distributed_user_errors_are_one_line(tmp_path, case):
 
 # ---- real local Ray runs ----------------------------------------------------------------------------------------
 def checkpoint_counters(model_dir):
-    _, _, counters = read_checkpoint_identity(str(model_dir / "last.ckpt"))
-    return counters
+    return read_checkpoint(str(model_dir / "last.ckpt")).counters
 
 
 def check_consistent(model_dir, rows):
