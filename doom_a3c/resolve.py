@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import sys
 from typing import Any
 
@@ -121,6 +122,12 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
         kinds = f" ({KIND_NAMES[saved_kind]} vs {KIND_NAMES[kind]})" if saved_kind != kind else ""
         raise ConfigError(f"{where} was trained on {saved.scenario}, not {given['scenario']}{kinds}; use another "
                           f"--model-dir for a new scenario")
+    if "scenario" in given and environment_kind(given["scenario"]) == DOOM and os.path.exists(saved.scenario_path):
+        # One name, two files (maps_a/mylevel.cfg, maps_b/mylevel.cfg): not the scenario the run was trained on.
+        _, cfg_path = find_doom_scenario(given["scenario"], saved.model_dir)
+        if not os.path.samefile(cfg_path, saved.scenario_path):
+            raise ConfigError(f"{where} was trained on {saved.scenario_path}, not {cfg_path} (another file of the "
+                              f"same name); use another --model-dir for a new scenario")
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
     return dataclasses.replace(saved, **given).validate()
 

@@ -1,4 +1,5 @@
-"""Checkpointer save/load without a Trainer: round trip, last.ckpt alias, damaged files -> CheckpointError."""
+"""Checkpointer save/load without a training run: round trip, last.ckpt alias, strict config.json, damaged
+files -> CheckpointError."""
 import json
 import os
 
@@ -7,14 +8,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.checkpoint import (LAST, CheckpointError, Checkpointer, RunCounters, read_checkpoint_identity,
-                                 resolve_prefix, restore)
+from doom_a3c.checkpoint import LAST, CheckpointError, Checkpointer, RunCounters, read_checkpoint, resolve_prefix, \
+    restore
 from doom_a3c.config import TrainConfig
-from doom_a3c.envs import OBSERVATION_SHAPE
 from doom_a3c.network import ActorCritic
 
 A, L = 3, 16
+OBSERVATION_SHAPE = (84, 84, 1)
 CONFIG = TrainConfig(scenario="basic", lstm_size=L, rollout=7, gamma=0.95)
+
+
+def strict_json(text):
+    """json.loads that refuses NaN and Infinity, as jq and JavaScript do."""
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
 
 
 def _setup(seed, config=CONFIG, num_actions=A):
@@ -55,13 +64,13 @@ def _outputs_tensor(net):
 
 
 def test_save_writes_numbered_checkpoint_alias_and_config(saved):
-    """ckpt-<env_steps>, last.ckpt.index/.data and config.json are written."""
+    """ckpt-<env_steps>, last.ckpt.index/.data and config.json (strict JSON) are written."""
     model_dir, path, *_ = saved
     assert os.path.basename(path) == "ckpt-1234"
     assert os.path.exists(path + ".index")
     assert os.path.exists(model_dir / "last.ckpt.index")
     assert os.path.exists(model_dir / "last.ckpt.data-00000-of-00001")
-    assert TrainConfig.from_dict(json.loads((model_dir / "config.json").read_text())).to_json() == CONFIG.to_json()
+    assert TrainConfig.from_dict(strict_json((model_dir / "config.json").read_text())).to_json() == CONFIG.to_json()
 
 
 def test_round_trip_gives_identical_policy_and_value(saved):
@@ -84,14 +93,16 @@ def test_round_trip_gives_identical_policy_and_value(saved):
     assert float(counters2.wall_seconds.numpy()) == 89.5
 
 
-def test_read_checkpoint_identity(saved):
-    """Config, action count and counters are read without building anything."""
+def test_read_checkpoint(saved):
+    """Config (as saved, a dict), action count and counters are read without building anything."""
     model_dir, path, *_ = saved
     for prefix in (path, str(model_dir / LAST)):
-        config, num_actions, counters = read_checkpoint_identity(prefix)
-        assert config.to_json() == CONFIG.to_json()
-        assert num_actions == A
-        assert counters == {"env_steps": 1234, "episodes": 56, "updates": 7, "wall_seconds": 89.5}
+        run = read_checkpoint(prefix)
+        assert run.prefix == prefix
+        assert run.config == strict_json(CONFIG.to_json())
+        assert TrainConfig.from_dict(run.config) == CONFIG
+        assert run.num_actions == A
+        assert run.counters == {"env_steps": 1234, "episodes": 56, "updates": 7, "wall_seconds": 89.5}
 
 
 def test_last_alias_follows_latest_save_after_old_ones_are_pruned(saved):
@@ -102,7 +113,7 @@ def test_last_alias_follows_latest_save_after_old_ones_are_pruned(saved):
         checkpointer.save()
     numbered = sorted(n for n in os.listdir(model_dir) if n.startswith("ckpt-") and n.endswith(".index"))
     assert numbered == ["ckpt-3000.index", "ckpt-4000.index"]
-    assert read_checkpoint_identity(str(model_dir / LAST))[2]["env_steps"] == 4000
+    assert read_checkpoint(str(model_dir / LAST)).counters["env_steps"] == 4000
     os.remove(model_dir / "ckpt-4000.index")
     os.remove(model_dir / "ckpt-4000.data-00000-of-00001")
     net2, _, _, checkpoint2 = _setup(seed=3)
@@ -137,7 +148,7 @@ def test_garbage_index_gives_checkpoint_error(saved):
     os.remove(index)  # a hard link to ckpt-1234.index: replace it, do not write through it
     index.write_bytes(np.random.default_rng(0).bytes(2000))
     with pytest.raises(CheckpointError):
-        read_checkpoint_identity(str(model_dir / LAST))
+        read_checkpoint(str(model_dir / LAST))
     with pytest.raises(CheckpointError):
         restore(_setup(seed=1)[3], str(model_dir / LAST))
 
@@ -166,12 +177,12 @@ def test_truncated_data_partial_restore_gives_checkpoint_error(saved):
         restore(tf.train.Checkpoint(model=net), str(model_dir / LAST), partial=True)
 
 
-def test_empty_data_file_identity_gives_checkpoint_error(saved):
-    """A zero-byte data file: read_checkpoint_identity raises CheckpointError."""
+def test_empty_data_file_read_gives_checkpoint_error(saved):
+    """A zero-byte data file: read_checkpoint raises CheckpointError."""
     model_dir, *_ = saved
     _truncate_data(model_dir, 0.0)
     with pytest.raises(CheckpointError):
-        read_checkpoint_identity(str(model_dir / LAST))
+        read_checkpoint(str(model_dir / LAST))
 
 
 def test_restore_into_wrong_action_count_gives_checkpoint_error(saved):
@@ -183,10 +194,10 @@ def test_restore_into_wrong_action_count_gives_checkpoint_error(saved):
 
 
 def test_not_a_doom_a3c_checkpoint(tmp_path):
-    """A valid TF checkpoint without the run/ counters: CheckpointError from read_checkpoint_identity."""
+    """A valid TF checkpoint without the run/ counters: CheckpointError from read_checkpoint."""
     prefix = tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(tmp_path / "other"))
     with pytest.raises(CheckpointError, match="not a doom_a3c checkpoint"):
-        read_checkpoint_identity(prefix)
+        read_checkpoint(prefix)
 
 
 def test_saved_checkpoint_plays_in_process(tmp_path, monkeypatch):
@@ -194,11 +205,18 @@ def test_saved_checkpoint_plays_in_process(tmp_path, monkeypatch):
     import imageio.v3 as iio
 
     from doom_a3c.evaluation import play
+    from doom_a3c.network import build_actor_critic
+    from doom_a3c.resolve import resolve_new_run
 
     monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
     model_dir = tmp_path / "model"
-    config = TrainConfig(scenario="basic", lstm_size=L, model_dir=str(model_dir))
-    net, optimizer, counters, checkpoint = _setup(seed=0, config=config)
+    config = resolve_new_run({"scenario": "basic", "lstm_size": L, "model_dir": str(model_dir)})
+    size = config.frame_size  # basic's preset: 42
+    net = build_actor_critic(config, A, (size, size, 1), name="global")
+    optimizer = keras.optimizers.Adam(1e-3)
+    optimizer.build(net.trainable_variables)
+    counters = RunCounters(config, A)
+    checkpoint = tf.train.Checkpoint(model=net, optimizer=optimizer, run=counters)
     counters.env_steps.assign(42)
     Checkpointer(str(model_dir), checkpoint, counters).save()
     out = tmp_path / "out"
@@ -217,4 +235,4 @@ def test_saving_the_same_step_twice_keeps_working(saved):
     for _ in range(3):
         checkpointer.save()
     assert not [n for n in os.listdir(model_dir) if ".tmp-" in n]
-    assert read_checkpoint_identity(str(model_dir / LAST))[2]["env_steps"] == 1234
+    assert read_checkpoint(str(model_dir / LAST)).counters["env_steps"] == 1234

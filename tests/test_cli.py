@@ -67,10 +67,19 @@ def assert_one_line_error(proc, *needles):
     return lines[0]
 
 
-def identity(prefix):
-    from doom_a3c.checkpoint import read_checkpoint_identity
+def saved_run(prefix):
+    """What a checkpoint holds besides the weights: its config (a dict), action count and counters."""
+    from doom_a3c.checkpoint import read_checkpoint
 
-    return read_checkpoint_identity(str(prefix))
+    return read_checkpoint(str(prefix))
+
+
+def strict_json(text):
+    """json.loads that refuses NaN and Infinity, as jq and JavaScript do."""
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
 
 
 # ---- the shared run ------------------------------------------------------------------------------
@@ -109,14 +118,21 @@ def run_copy(trained, tmp_path):
 
 
 def test_train_exits_zero_and_writes_run_files(trained):
-    """last.ckpt, config.json, progress.csv, learning_curve.png and TensorBoard events exist."""
+    """last.ckpt, config.json (strict JSON, the whole resolved config), progress.csv, learning_curve.png and
+    TensorBoard events exist."""
     d = trained.model_dir
     assert "stopped: reached --max-steps 1500" in trained.proc.stdout
     assert (d / "last.ckpt.index").is_file()
     assert (d / "last.ckpt.data-00000-of-00001").stat().st_size > 0
-    config = json.loads((d / "config.json").read_text())
+    config = strict_json((d / "config.json").read_text())
     assert config["scenario"] == "basic.wad" and config["workers"] == 2 and config["envs_per_worker"] == 2
     assert config["max_steps"] == MAX_STEPS and config["model_dir"] == str(d)
+    # resolved once from basic's preset and saved whole: nothing is looked up again by play.py or --resume
+    assert config["env_kind"] == "doom" and config["scenario_path"].endswith("basic.cfg")
+    assert config["actions"] == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]]
+    assert (config["frame_skip"], config["reward_scale"], config["clip_rewards"]) == (4, 0.01, False)
+    assert config["target_reward"] is None and config["lstm"] is True
+    assert config == saved_run(d / "last.ckpt").config
     png = (d / "learning_curve.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     image = iio.imread(d / "learning_curve.png")
@@ -138,10 +154,10 @@ def test_progress_csv(trained):
     for r in rows:
         assert 1 <= r["length"] <= 76  # basic: 300 tics at 4 tics per step
         assert -1000 < r["reward"] <= 101
-    _, num_actions, counters = identity(trained.model_dir / "last.ckpt")
-    assert num_actions == 3
-    assert counters["episodes"] == len(rows)
-    assert MAX_STEPS <= counters["env_steps"] <= 1.5 * MAX_STEPS
+    saved = saved_run(trained.model_dir / "last.ckpt")
+    assert saved.num_actions == 3
+    assert saved.counters["episodes"] == len(rows)
+    assert MAX_STEPS <= saved.counters["env_steps"] <= 1.5 * MAX_STEPS
 
 
 def test_tensorboard_events(trained):
@@ -184,7 +200,7 @@ def test_play_writes_gifs_and_results(trained, played):
     assert results["std_reward"] == pytest.approx(np.std(rewards))
     assert results["mean_length"] == pytest.approx(np.mean([e["length"] for e in episodes]))
     assert results["scenario"] == "basic.wad"
-    assert results["trained_env_steps"] == identity(trained.model_dir / "last.ckpt")[2]["env_steps"]
+    assert results["trained_env_steps"] == saved_run(trained.model_dir / "last.ckpt").counters["env_steps"]
     assert sorted(p.name for p in played.out.glob("*.gif")) == ["episode_001.gif", "episode_002.gif"]
     for e in episodes:
         assert 1 <= e["length"] <= 76 and -1000 < e["reward"] <= 101
@@ -197,7 +213,7 @@ def test_play_writes_gifs_and_results(trained, played):
 def test_resume_continues_counters(trained, run_copy, tmp_path):
     """--resume --max-steps 3000 keeps the old CSV rows and continues episodes, steps and wall time."""
     before_rows = read_rows(run_copy / "progress.csv")
-    _, _, before = identity(run_copy / "last.ckpt")
+    before = saved_run(run_copy / "last.ckpt").counters
     proc = run("train.py", "--resume", "--model-dir", run_copy, "--frames-dir", tmp_path / "frames",
                "--max-steps", RESUMED_MAX_STEPS)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -209,14 +225,17 @@ def test_resume_continues_counters(trained, run_copy, tmp_path):
     assert new[0]["env_steps"] >= before["env_steps"]
     assert all(a["env_steps"] <= b["env_steps"] for a, b in zip(rows, rows[1:]))
     assert new[0]["wall_s"] >= before["wall_seconds"]
-    config, num_actions, after = identity(run_copy / "last.ckpt")
+    saved = saved_run(run_copy / "last.ckpt")
+    config, after = saved.config, saved.counters
     assert after["env_steps"] >= RESUMED_MAX_STEPS
     assert after["episodes"] == len(rows)
     assert after["updates"] > before["updates"]
     assert after["wall_seconds"] > before["wall_seconds"]
     # the saved settings were kept, the explicit ones applied
-    assert config.workers == 2 and config.envs_per_worker == 2 and config.scenario == "basic.wad"
-    assert config.max_steps == RESUMED_MAX_STEPS and config.resume is True
+    assert config["workers"] == 2 and config["envs_per_worker"] == 2 and config["scenario"] == "basic.wad"
+    assert config["max_steps"] == RESUMED_MAX_STEPS and config["resume"] is True
+    assert saved.num_actions == 3 and config["actions"] == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]]
+    assert "saved by an older doom_a3c" not in proc.stderr  # a config saved whole needs nothing from the preset
 
 
 # ---- bad inputs ----------------------------------------------------------------------------------
@@ -314,19 +333,8 @@ def test_resume_without_checkpoint(tmp_path):
     assert os.listdir(empty) == []
 
 
-def test_resume_with_another_action_count(tmp_path):
-    """A run on the user's maps_a/mylevel.cfg (3 buttons) resumed with maps_b/mylevel.cfg (4 buttons).
-
-    Reachable from the CLI (train on one cfg, resume naming another with the same name); the first run's
-    checkpoint is written in-process with the package's own Checkpointer to save a training run.
-    """
-    import keras
-    import tensorflow as tf
-
-    from doom_a3c.checkpoint import Checkpointer, RunCounters
-    from doom_a3c.config import TrainConfig
-    from doom_a3c.envs import OBSERVATION_SHAPE
-    from doom_a3c.network import ActorCritic
+def two_user_maps(tmp_path):
+    """maps_a/mylevel.cfg (basic's 3 buttons) and maps_b/mylevel.cfg (4 buttons): two scenarios of one name."""
     from doom_a3c.scenarios import shipped_scenarios_dir
 
     cfg_text = open(os.path.join(shipped_scenarios_dir(), "basic.cfg")).read()
@@ -336,21 +344,57 @@ def test_resume_with_another_action_count(tmp_path):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "mylevel.cfg").write_text(text)
         shutil.copy(os.path.join(shipped_scenarios_dir(), "basic.wad"), tmp_path / folder / "basic.wad")
-    model_dir, frames = tmp_path / "model", tmp_path / "frames"
-    frames.mkdir()
-    config = TrainConfig(scenario=str(tmp_path / "maps_a" / "mylevel.cfg"), lstm_size=16, workers=1,
-                         model_dir=str(model_dir), frames_dir=str(frames))
-    net = ActorCritic(3, 16).build_variables(OBSERVATION_SHAPE)
+    return tmp_path / "maps_a" / "mylevel.cfg", tmp_path / "maps_b" / "mylevel.cfg"
+
+
+def write_checkpoint(scenario, model_dir, frames, num_actions=None):
+    """A run's checkpoint written in-process with the package's own parts (saves a training run): the config
+    resolved as train.py resolves it, and `num_actions` (default: the config's) as its action count."""
+    import keras
+    import tensorflow as tf
+
+    from doom_a3c.checkpoint import Checkpointer, RunCounters
+    from doom_a3c.network import build_actor_critic
+    from doom_a3c.resolve import resolve_new_run
+
+    config = resolve_new_run({"scenario": str(scenario), "lstm_size": 16, "hidden_size": 16, "workers": 1,
+                              "model_dir": str(model_dir), "frames_dir": str(frames)})
+    num_actions = num_actions or len(config.actions)
+    net = build_actor_critic(config, num_actions, (config.frame_size, config.frame_size, 1), name="global")
     optimizer = keras.optimizers.Adam(1e-4)
     optimizer.build(net.trainable_variables)
-    counters = RunCounters(config, 3)
+    counters = RunCounters(config, num_actions)
     counters.env_steps.assign(100)
     Checkpointer(str(model_dir), tf.train.Checkpoint(model=net, optimizer=optimizer, run=counters), counters).save()
     (model_dir / "progress.csv").write_text(CSV_HEADER + "\n1.5,100,1,0,-300,75\n")
+    return config
+
+
+def test_resume_naming_another_cfg_of_the_same_name(tmp_path, monkeypatch):
+    """A run on the user's maps_a/mylevel.cfg (3 buttons) resumed with --scenario maps_b/mylevel.cfg (4 buttons)
+    is refused, naming both files: the same name is not the same scenario (the run must not go on silently with
+    the saved maps_a, nor with maps_b)."""
+    monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
+    maps_a, maps_b = two_user_maps(tmp_path)
+    model_dir, frames = tmp_path / "model", tmp_path / "frames"
+    frames.mkdir()
+    assert write_checkpoint(maps_a, model_dir, frames).actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]]
     before = snapshot(model_dir, frames)
-    proc = run("train.py", "--resume", "--model-dir", model_dir, "--scenario", tmp_path / "maps_b" / "mylevel.cfg",
-               "--max-steps", 200)
-    assert_one_line_error(proc, "3 actions", "has 4")
+    proc = run("train.py", "--resume", "--model-dir", model_dir, "--scenario", maps_b, "--max-steps", 200)
+    assert_one_line_error(proc, str(maps_a), str(maps_b))
+    assert snapshot(model_dir, frames) == before
+
+
+def test_resume_with_another_action_count(tmp_path, monkeypatch):
+    """A checkpoint whose network has 4 actions but whose config lists 3: one-line error, the folder untouched."""
+    monkeypatch.chdir(tmp_path)
+    maps_a, _ = two_user_maps(tmp_path)
+    model_dir, frames = tmp_path / "model", tmp_path / "frames"
+    frames.mkdir()
+    write_checkpoint(maps_a, model_dir, frames, num_actions=4)
+    before = snapshot(model_dir, frames)
+    proc = run("train.py", "--resume", "--model-dir", model_dir, "--max-steps", 200)
+    assert_one_line_error(proc, "has 4 actions", "lists 3")
     assert snapshot(model_dir, frames) == before
 
 
@@ -383,8 +427,6 @@ def stop_with_sigterm(proc):
 
 
 def test_sigterm_stops_cleanly_with_a_final_checkpoint(tmp_path):
-    from doom_a3c.checkpoint import read_checkpoint_identity
-
     model_dir = tmp_path / "run"
     proc = start_training(model_dir, tmp_path / "frames", "--save-every-minutes", "60", "--save-every-episodes", "0")
     try:
@@ -394,7 +436,7 @@ def test_sigterm_stops_cleanly_with_a_final_checkpoint(tmp_path):
         proc.kill()
     assert proc.returncode == 0, stderr[-2000:]
     assert "SIGTERM" in stdout
-    _, _, counters = read_checkpoint_identity(str(model_dir / "last.ckpt"))
+    counters = saved_run(model_dir / "last.ckpt").counters
     assert counters["episodes"] >= 5  # saved at the stop, not earlier (periodic saves were off)
 
 
@@ -413,8 +455,6 @@ def _children(pid):
 def test_games_in_child_processes_learn_save_and_stop_with_the_trainer(tmp_path):
     """--env-processes 2: the games run in forked children; SIGTERM to the trainer still saves, and the children
     (and the ViZDoom engines under them) end with it."""
-    from doom_a3c.checkpoint import read_checkpoint_identity
-
     model_dir = tmp_path / "run"
     proc = start_training(model_dir, tmp_path / "frames", "--env-processes", "2", "--workers", "2",
                           "--envs-per-worker", "4")
@@ -429,14 +469,12 @@ def test_games_in_child_processes_learn_save_and_stop_with_the_trainer(tmp_path)
     assert proc.returncode == 0, stderr[-2000:]
     assert "SIGTERM" in stdout
     assert json.loads((model_dir / "config.json").read_text())["env_processes"] == 2
-    _, _, counters = read_checkpoint_identity(str(model_dir / "last.ckpt"))
+    counters = saved_run(model_dir / "last.ckpt").counters
     assert counters["episodes"] >= 5
     assert wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in game_processes + engines), seconds=10)
 
 
 def test_kill_9_then_resume(tmp_path):
-    from doom_a3c.checkpoint import read_checkpoint_identity
-
     model_dir = tmp_path / "run"
     log = open(tmp_path / "train.log", "w")
     # Output to a file, not a pipe: ViZDoom's engine processes outlive a SIGKILLed parent and would hold
@@ -458,10 +496,10 @@ def test_kill_9_then_resume(tmp_path):
         log.close()
     from doom_a3c.checkpoint import resolve_prefix
 
-    _, _, before = read_checkpoint_identity(resolve_prefix(str(model_dir)))
+    before = saved_run(resolve_prefix(str(model_dir))).counters
     resumed = run("train.py", "--resume", "--model-dir", model_dir, "--max-steps", int(before["env_steps"]) + 600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    _, _, after = read_checkpoint_identity(str(model_dir / "last.ckpt"))
+    after = saved_run(model_dir / "last.ckpt").counters
     assert after["env_steps"] >= before["env_steps"] + 600
     assert after["episodes"] > before["episodes"]
     rows = read_rows(model_dir / "progress.csv")

@@ -1,15 +1,22 @@
-"""TrainConfig validation, JSON round trip, flag overrides, and scenario resolution."""
-import dataclasses
+"""TrainConfig validation, strict JSON round trip, flag overrides, and scenario resolution."""
 import json
-import math
 import os
 import shutil
 
 import numpy as np
 import pytest
 
-from doom_a3c.config import ConfigError, TrainConfig, build_parser, config_from_args, explicit_fields
-from doom_a3c.scenarios import resolve_scenario, shipped_scenario_names, shipped_scenarios_dir
+from doom_a3c.config import ConfigError, TrainConfig, build_parser, given_values
+from doom_a3c.resolve import resolve_new_run, resolve_resumed_run
+from doom_a3c.scenarios import find_doom_scenario, shipped_scenario_names, shipped_scenarios_dir
+
+
+def strict_json(text):
+    """json.loads that refuses NaN and Infinity, as jq and JavaScript do."""
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
 
 
 # ---- validation ----------------------------------------------------------------------------------
@@ -26,6 +33,9 @@ from doom_a3c.scenarios import resolve_scenario, shipped_scenario_names, shipped
     ("entropy_coef", -0.01, "--entropy-coef"),
     ("max_steps", -5, "--max-steps"),
     ("frame_size", 19, "--frame-size"),
+    ("frame_skip", 0, "--frame-skip"),  # 0 no longer means "the preset's" (None does)
+    ("reward_scale", 0.0, "--reward-scale"),
+    ("reward_scale", -0.5, "--reward-scale"),
 ])
 def test_bad_values_raise_config_error(field, value, flag):
     """Each bad value raises ConfigError naming the flag."""
@@ -48,23 +58,42 @@ def test_defaults_and_edges_are_valid():
     assert cfg.workers == (os.cpu_count() or 1)
     TrainConfig(workers=1, gamma=0.0, gae_lambda=0.0).validate()
     TrainConfig(gamma=1.0, gae_lambda=1.0).validate()
+    assert cfg.frame_skip is None and cfg.reward_scale is None and cfg.clip_rewards is None  # the preset's
+    assert cfg.target_reward is None and cfg.lstm is True
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_target_reward_rejected(value):
+    """A target that can never be reached (NaN) or written as strict JSON (inf) is a user error."""
+    with pytest.raises(ConfigError, match="--target-reward"):
+        TrainConfig(target_reward=value).validate()
 
 
 # ---- JSON ----------------------------------------------------------------------------------------
 def test_json_round_trip_all_fields():
-    """to_json -> from_dict gives back an equal config."""
+    """to_json -> from_dict gives back an equal config, the resolved environment fields included."""
     cfg = TrainConfig(scenario="defend_the_center", workers=3, rollout=17, gamma=0.9, learning_rate=3e-4,
-                      optimizer="rmsprop", target_reward=12.5, resume=True, max_minutes=1.5)
-    back = TrainConfig.from_dict(json.loads(cfg.to_json()))
+                      optimizer="rmsprop", target_reward=12.5, resume=True, max_minutes=1.5, frame_skip=4,
+                      reward_scale=1.0, clip_rewards=False, env_kind="doom", scenario_path="/x/defend_the_center.cfg",
+                      actions=[["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]], crop=[0.0, 0.0, 0.0, 0.0])
+    back = TrainConfig.from_dict(strict_json(cfg.to_json()))
     assert back == cfg
     assert back.to_json() == cfg.to_json()
+    assert back.is_resolved() and not TrainConfig().is_resolved()
 
 
-def test_json_round_trip_default_nan_target():
-    """The default target_reward (NaN) survives the round trip as NaN."""
-    back = TrainConfig.from_dict(json.loads(TrainConfig().to_json()))
-    assert math.isnan(back.target_reward)
-    assert dataclasses.replace(back, target_reward=0.0) == dataclasses.replace(TrainConfig(), target_reward=0.0)
+def test_json_of_the_defaults_is_strict():
+    """The default target_reward is None (was NaN): config.json parses with a strict reader and round-trips."""
+    text = TrainConfig().to_json()
+    data = strict_json(text)
+    assert data["target_reward"] is None and data["frame_skip"] is None and data["clip_rewards"] is None
+    assert TrainConfig.from_dict(data) == TrainConfig()
+
+
+def test_to_json_refuses_nan():
+    """A NaN that slipped past validation never reaches config.json as invalid JSON."""
+    with pytest.raises(ValueError):
+        TrainConfig(target_reward=float("nan")).to_json()
 
 
 def test_from_dict_ignores_unknown_keys():
@@ -76,18 +105,19 @@ def test_from_dict_ignores_unknown_keys():
 
 # ---- command line --------------------------------------------------------------------------------
 def test_parser_defaults_match_dataclass():
-    """With no flags, config_from_args gives the dataclass defaults and no explicit fields."""
+    """With no flags nothing is given, and the config of no flags is the dataclass defaults."""
     args = build_parser("t").parse_args([])
-    assert explicit_fields(args) == set()
-    assert config_from_args(args).to_json() == TrainConfig().to_json()
+    assert given_values(args) == {}
+    assert TrainConfig(**given_values(args)).to_json() == TrainConfig().to_json()
 
 
 def test_explicit_flags_override_saved_config():
-    """Only the flags given override a base config, even when equal to the default."""
+    """On --resume only the flags given override the saved config, even when equal to the default."""
     base = TrainConfig(scenario="defend_the_center", rollout=20, gamma=0.9, workers=3, lstm_size=128)
     args = build_parser("t").parse_args(["--rollout", "30", "--workers", "5", "--resume", "--learning-rate", "0.001"])
-    cfg = config_from_args(args, base)
-    assert explicit_fields(args) == {"rollout", "workers", "resume", "learning_rate"}
+    given = given_values(args)
+    assert given == {"rollout": 30, "workers": 5, "resume": True, "learning_rate": 0.001}
+    cfg = resolve_resumed_run(base, given, "models/last.ckpt")
     assert cfg.rollout == 30  # == the default, but given explicitly: must win over the saved 20
     assert cfg.workers == 5
     assert cfg.resume is True
@@ -97,10 +127,32 @@ def test_explicit_flags_override_saved_config():
 
 def test_parser_types():
     """Flags are converted to the field types."""
-    args = build_parser("t").parse_args(["--gamma", "0.5", "--max-steps", "10", "--scenario", "basic"])
-    cfg = config_from_args(args)
+    args = build_parser("t").parse_args(["--gamma", "0.5", "--max-steps", "10", "--scenario", "basic",
+                                         "--frame-skip", "2", "--reward-scale", "0.5"])
+    cfg = TrainConfig(**given_values(args))
     assert cfg.gamma == 0.5 and isinstance(cfg.gamma, float)
     assert cfg.max_steps == 10 and isinstance(cfg.max_steps, int)
+    assert cfg.frame_skip == 2 and isinstance(cfg.frame_skip, int)
+    assert cfg.reward_scale == 0.5 and isinstance(cfg.reward_scale, float)
+
+
+@pytest.mark.parametrize("field", ["lstm", "clip_rewards", "resume", "separate_networks", "normalize_advantages"])
+def test_every_boolean_flag_can_be_given_both_ways(field):
+    """--X gives True, --no-X gives False, and neither leaves the field to the preset or default."""
+    flag = "--" + field.replace("_", "-")
+    parser = build_parser("t")
+    assert given_values(parser.parse_args([flag])) == {field: True}
+    assert given_values(parser.parse_args(["--no-" + flag[2:]])) == {field: False}
+    assert field not in given_values(parser.parse_args([]))
+
+
+def test_old_flag_spellings_are_one_line_errors(capsys):
+    """--clip-rewards takes no value any more (was auto|on|off)."""
+    with pytest.raises(SystemExit) as info:
+        build_parser("t").parse_args(["--clip-rewards", "on"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
 
 
 def test_parser_error_is_one_line(capsys):
@@ -113,15 +165,33 @@ def test_parser_error_is_one_line(capsys):
 
 
 # ---- scenarios -----------------------------------------------------------------------------------
+def resolved(scenario, tmp_path, **given):
+    """A fresh run's complete config for `scenario`, as train.py resolves it (caches under tmp_path)."""
+    return resolve_new_run({"scenario": scenario, "model_dir": str(tmp_path / "models"), **given})
+
+
 @pytest.mark.parametrize("value", ["basic", "basic.wad", "basic.cfg"])
-def test_shipped_scenario_spellings_resolve_alike(value):
-    """basic, basic.wad and basic.cfg all mean the shipped basic scenario with its preset."""
-    s = resolve_scenario(value)
-    assert s.name == "basic"
-    assert os.path.samefile(s.cfg_path, os.path.join(shipped_scenarios_dir(), "basic.cfg"))
-    assert s.actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]]
-    assert s.frame_skip == 4 and s.reward_scale == 0.01 and s.target_reward == 80.0
-    assert len(s.crop) == 4 and all(0 <= c < 0.5 for c in s.crop) and any(s.crop)
+def test_shipped_scenario_spellings_resolve_alike(value, tmp_path, monkeypatch):
+    """basic, basic.wad and basic.cfg all mean the shipped basic scenario with its preset, resolved into the
+    config: the .cfg path, the action set as button lists, frame skip, reward scale, clipping and crop."""
+    monkeypatch.chdir(tmp_path)
+    name, cfg_path = find_doom_scenario(value, str(tmp_path))
+    assert name == "basic"
+    assert os.path.samefile(cfg_path, os.path.join(shipped_scenarios_dir(), "basic.cfg"))
+    config = resolved(value, tmp_path)
+    assert config.is_resolved() and config.env_kind == "doom"
+    assert os.path.samefile(config.scenario_path, cfg_path) and os.path.isabs(config.scenario_path)
+    assert config.actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]]
+    assert config.frame_skip == 4 and config.reward_scale == 0.01 and config.clip_rewards is False
+    assert config.target_reward is None  # the preset's target_reward describes the scenario; it stops no run
+    assert len(config.crop) == 4 and all(0 <= c < 0.5 for c in config.crop) and any(config.crop)
+
+
+def test_flags_given_beat_the_preset_environment_values(tmp_path, monkeypatch):
+    """--frame-skip, --reward-scale and --clip-rewards over basic's preset values."""
+    monkeypatch.chdir(tmp_path)
+    config = resolved("basic", tmp_path, frame_skip=2, reward_scale=0.5, clip_rewards=True)
+    assert (config.frame_skip, config.reward_scale, config.clip_rewards) == (2, 0.5, True)
 
 
 def test_shipped_names_exclude_multiplayer():
@@ -131,14 +201,15 @@ def test_shipped_names_exclude_multiplayer():
     assert not [n for n in names if n.startswith("multi")]
 
 
-def test_unknown_scenario_lists_valid_names():
+def test_unknown_scenario_lists_valid_names(tmp_path):
     """An unknown name raises ConfigError whose message lists the valid ones."""
-    with pytest.raises(ConfigError) as info:
-        resolve_scenario("nosuchmap")
-    message = str(info.value)
-    assert "nosuchmap" in message
-    for name in ("basic", "defend_the_center", "deadly_corridor"):
-        assert name in message
+    for resolve in (lambda: find_doom_scenario("nosuchmap", str(tmp_path)), lambda: resolved("nosuchmap", tmp_path)):
+        with pytest.raises(ConfigError) as info:
+            resolve()
+        message = str(info.value)
+        assert "nosuchmap" in message
+        for name in ("basic", "defend_the_center", "deadly_corridor"):
+            assert name in message
 
 
 @pytest.fixture
@@ -152,20 +223,23 @@ def own_scenario(tmp_path, monkeypatch):
     return folder
 
 
-def test_users_own_cfg_path(own_scenario):
+def test_users_own_cfg_path(own_scenario, tmp_path):
     """A path to a user's .cfg resolves to that file, without a preset: one action per button."""
-    s = resolve_scenario(str(own_scenario / "mylevel.cfg"))
-    assert s.name == "mylevel"
-    assert s.cfg_path == str(own_scenario / "mylevel.cfg")
-    assert s.actions is None and s.frame_skip == 4
-    assert tuple(s.crop) == (0.0, 0.0, 0.0, 0.0)  # no preset: no crop
+    name, cfg_path = find_doom_scenario(str(own_scenario / "mylevel.cfg"), str(tmp_path))
+    assert name == "mylevel"
+    assert cfg_path == str((own_scenario / "mylevel.cfg").resolve())
+    config = resolved(str(own_scenario / "mylevel.cfg"), tmp_path)
+    assert config.scenario_path == cfg_path
+    assert config.actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]] and config.frame_skip == 4
+    assert config.crop == [0.0, 0.0, 0.0, 0.0]  # no preset: no crop
+    assert config.frame_size == TrainConfig.frame_size  # no preset: basic's [train] table does not apply
 
 
-def test_users_own_cfg_runs_in_vizdoom(own_scenario):
+def test_users_own_cfg_runs_in_vizdoom(own_scenario, tmp_path):
     """The user's cfg starts a game: 3 actions, 84x84 observations, a full-size RGB screen."""
-    from doom_a3c.envs import DoomEnvironment
+    from doom_a3c.doom_env import DoomEnvironment
 
-    env = DoomEnvironment(resolve_scenario(str(own_scenario / "mylevel.cfg")), frame_skip=4)
+    env = DoomEnvironment(resolved(str(own_scenario / "mylevel.cfg"), tmp_path))
     try:
         assert env.num_actions == 3 and env.action_names == ["MOVE_LEFT", "MOVE_RIGHT", "ATTACK"]
         obs = env.reset()
@@ -180,28 +254,35 @@ def test_users_own_cfg_runs_in_vizdoom(own_scenario):
 def test_users_copy_of_basic_cfg_by_path(own_scenario, tmp_path):
     """A user's file named basic.cfg given as a path is used (not the shipped one), with the basic preset."""
     shutil.copy(own_scenario / "mylevel.cfg", own_scenario / "basic.cfg")
-    s = resolve_scenario(str(own_scenario / "basic.cfg"))
-    assert s.cfg_path == str(own_scenario / "basic.cfg")
-    assert s.name == "basic" and len(s.actions) == 3
+    name, cfg_path = find_doom_scenario(str(own_scenario / "basic.cfg"), str(tmp_path))
+    assert cfg_path == str((own_scenario / "basic.cfg").resolve()) and name == "basic"
+    config = resolved(str(own_scenario / "basic.cfg"), tmp_path)
+    assert config.scenario_path == cfg_path
+    assert len(config.actions) == 3 and any(config.crop) and config.frame_size == 42  # basic's preset
 
 
 def test_missing_user_path_is_an_error_not_the_shipped_scenario(tmp_path):
     """A path to a .cfg that does not exist must not silently fall back to the shipped file of that name."""
     missing = str(tmp_path / "my_maps" / "basic.cfg")
-    with pytest.raises(ConfigError):
-        resolve_scenario(missing)
+    with pytest.raises(ConfigError, match="does not exist"):
+        find_doom_scenario(missing, str(tmp_path))
+    with pytest.raises(ConfigError, match="does not exist"):
+        resolved(missing, tmp_path)
 
 
 def test_users_bare_wad_gets_a_working_cfg(tmp_path, monkeypatch):
     """A .wad without a .cfg beside it gets a generated cfg that ViZDoom can start."""
-    from doom_a3c.envs import DoomEnvironment
+    from doom_a3c.doom_env import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "wads").mkdir()
     shutil.copy(os.path.join(shipped_scenarios_dir(), "basic.wad"), tmp_path / "wads" / "mine.wad")
-    s = resolve_scenario(str(tmp_path / "wads" / "mine.wad"), cache_dir=str(tmp_path / "cache"))
-    assert s.name == "mine" and os.path.exists(s.cfg_path)
-    env = DoomEnvironment(s, frame_skip=4)
+    name, cfg_path = find_doom_scenario(str(tmp_path / "wads" / "mine.wad"), str(tmp_path / "cache"))
+    assert name == "mine" and os.path.exists(cfg_path)
+    assert os.path.dirname(cfg_path) == str((tmp_path / "cache").resolve())
+    config = resolved(str(tmp_path / "wads" / "mine.wad"), tmp_path)
+    assert os.path.exists(config.scenario_path) and len(config.actions) == 7
+    env = DoomEnvironment(config)
     try:
         assert env.num_actions == 7
         assert env.reset().shape == (84, 84, 1)
@@ -211,19 +292,20 @@ def test_users_bare_wad_gets_a_working_cfg(tmp_path, monkeypatch):
 
 def test_environment_observation_uses_the_preset_crop(tmp_path, monkeypatch):
     """basic's observation is its full-size screen preprocessed with the preset crop; screen() stays uncropped."""
-    from doom_a3c.envs import DoomEnvironment, preprocess_frame
+    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.environment import preprocess_frame
 
     monkeypatch.chdir(tmp_path)
-    scenario = resolve_scenario("basic")
-    env = DoomEnvironment(scenario, frame_skip=4)
+    config = resolved("basic", tmp_path)
+    env = DoomEnvironment(config)
     try:
         obs = env.reset()
         screen = env.screen()
         assert screen.shape == (120, 160, 3)
-        assert (obs == preprocess_frame(screen, scenario.crop)).all()
-        assert not (obs == preprocess_frame(screen)).all()
+        assert (obs == preprocess_frame(screen, config.crop, config.frame_size)).all()
+        assert not (obs == preprocess_frame(screen, size=config.frame_size)).all()
         result = env.step(2)
-        assert (result.observation == preprocess_frame(env.screen(), scenario.crop)).all()
+        assert (result.observation == preprocess_frame(env.screen(), config.crop, config.frame_size)).all()
     finally:
         env.close()
 
@@ -233,16 +315,17 @@ def test_frame_size_sets_the_doom_observation_and_its_terminal_frame(tmp_path, m
     same crop of the same screen as at 84, only resized."""
     import cv2
 
-    from doom_a3c.envs import DoomEnvironment, preprocess_frame
+    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.environment import preprocess_frame
 
     monkeypatch.chdir(tmp_path)
-    scenario = resolve_scenario("basic")
-    env = DoomEnvironment(scenario, frame_skip=4, frame_size=42)
+    config = resolved("basic", tmp_path, frame_size=42)
+    env = DoomEnvironment(config)
     try:
         assert env.observation_shape == (42, 42, 1)
         obs = env.reset()
         assert obs.shape == (42, 42, 1) and obs.dtype == np.uint8
-        big = preprocess_frame(env.screen(), scenario.crop)  # 84x84
+        big = preprocess_frame(env.screen(), config.crop, 84)
         halved = cv2.resize(big[:, :, 0], (42, 42), interpolation=cv2.INTER_AREA)
         assert np.abs(obs[:, :, 0].astype(int) - halved.astype(int)).max() <= 2  # two resizes round differently
         result = env.step(0)
@@ -255,21 +338,36 @@ def test_frame_size_sets_the_doom_observation_and_its_terminal_frame(tmp_path, m
 
 @pytest.mark.parametrize("name", shipped_scenario_names())
 def test_every_shipped_scenario_starts_and_steps(name, tmp_path, monkeypatch):
-    """Every single-player scenario ViZDoom ships runs with its preset (or its cfg): actions, 84x84 frames, rewards."""
-    from doom_a3c.envs import DoomEnvironment
+    """Every single-player scenario ViZDoom ships runs with its preset (or its cfg): actions, square frames of
+    --frame-size, rewards."""
+    from doom_a3c.doom_env import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
-    scenario = resolve_scenario(name, cache_dir=str(tmp_path))
-    env = DoomEnvironment(scenario, frame_skip=scenario.frame_skip)
+    config = resolved(name, tmp_path)
+    size = config.frame_size
+    env = DoomEnvironment(config)
     try:
         assert env.num_actions >= 2, env.action_names
-        assert env.reset().shape == (84, 84, 1)
+        assert env.num_actions == len(config.actions)
+        assert env.reset().shape == (size, size, 1)
         for step in range(2 * env.num_actions):
             result = env.step(step % env.num_actions)
             assert isinstance(result.reward, float)
             if result.done:
                 env.reset()
             else:
-                assert result.observation.shape == (84, 84, 1) and result.observation.dtype == np.uint8
+                assert result.observation.shape == (size, size, 1) and result.observation.dtype == np.uint8
     finally:
         env.close()
+
+
+def test_resume_takes_another_spelling_of_the_scenario_but_not_another_file(own_scenario, tmp_path):
+    """--resume --scenario basic.cfg of a basic.wad run goes on with the saved config; a user's own basic.cfg
+    (the same name, another file) is refused instead of being silently replaced by the saved one."""
+    saved = resolved("basic.wad", tmp_path)
+    again = resolve_resumed_run(saved, {"scenario": "basic.cfg", "max_steps": 10}, "models/last.ckpt")
+    assert again == TrainConfig(**{**saved.to_dict(), "max_steps": 10})  # the saved values, scenario included
+    shutil.copy(own_scenario / "mylevel.cfg", own_scenario / "basic.cfg")
+    with pytest.raises(ConfigError, match="another file of the same name") as info:
+        resolve_resumed_run(saved, {"scenario": str(own_scenario / "basic.cfg")}, "models/last.ckpt")
+    assert saved.scenario_path in str(info.value) and str(own_scenario / "basic.cfg") in str(info.value)

@@ -6,7 +6,7 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from test_cli import assert_one_line_error, identity, read_rows, run, snapshot
+from test_cli import assert_one_line_error, read_rows, run, saved_run, snapshot, strict_json
 
 pytestmark = pytest.mark.slow
 
@@ -28,11 +28,14 @@ def cartpole(tmp_path_factory):
 def test_cartpole_run_writes_checkpoint_csv_gifs_and_saves_every_option(cartpole):
     model, frames, proc = cartpole
     assert "preset for CartPole-v1" in proc.stdout  # the tuned defaults, for the flags not given
-    config, num_actions, counters = identity(model / "last.ckpt")
-    assert num_actions == 2 and counters["env_steps"] >= 4000
-    saved = json.loads((model / "config.json").read_text())
+    checkpoint = saved_run(model / "last.ckpt")
+    assert checkpoint.num_actions == 2 and checkpoint.counters["env_steps"] >= 4000
+    saved = strict_json((model / "config.json").read_text())
+    assert saved == checkpoint.config
     assert saved["advantage"] == "nstep" and saved["n_step"] == 4 and saved["n_step_variant"] == "zero"
-    assert saved["separate_networks"] and saved["no_lstm"]  # the flag given and the preset's
+    assert saved["separate_networks"] and saved["lstm"] is False  # the flag given and the preset's
+    assert saved["env_kind"] == "vector" and saved["scenario_path"] == "CartPole-v1" and len(saved["actions"]) == 2
+    assert (saved["frame_skip"], saved["reward_scale"], saved["clip_rewards"]) == (1, 1.0, False)
     assert saved["epsilon_spread"] == "linear" and saved["gradient_mode"] == "normalize"
     assert saved["lr_schedule"] == "linear" and saved["optimizer"] == "rmsprop"
     rows = read_rows(model / "progress.csv")
@@ -53,9 +56,11 @@ def test_play_on_cartpole_and_resume_reproduces_the_options(cartpole, tmp_path):
     assert iio.imread(out / "episode_001.gif", index=None).shape[1:] == (200, 300, 3)
     resumed = run("train.py", "--resume", "--model-dir", model, "--max-steps", 6000)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    config, _, counters = identity(model / "last.ckpt")
+    checkpoint = saved_run(model / "last.ckpt")
+    config, counters = checkpoint.config, checkpoint.counters
     assert counters["env_steps"] >= 6000
-    assert config.separate_networks and config.advantage == "nstep" and config.max_steps == 6000
+    assert config["separate_networks"] and config["advantage"] == "nstep" and config["max_steps"] == 6000
+    assert config["lstm"] is False and config["epsilon_spread"] == "linear"  # the preset's and a flag's, as saved
 
 
 def test_cartpole_checkpoint_is_refused_by_an_atari_run(cartpole, tmp_path):
@@ -82,8 +87,9 @@ def breakout(tmp_path_factory):
 
 def test_atari_run_reports_whole_game_scores_and_colour_gifs(breakout):
     model, frames = breakout
-    config = json.loads((model / "config.json").read_text())
-    assert config["scenario"] == "ALE/Breakout-v5" and config["clip_rewards"] == "auto"
+    config = strict_json((model / "config.json").read_text())
+    assert config["scenario"] == "ALE/Breakout-v5" and config["env_kind"] == "atari"
+    assert config["clip_rewards"] is True and config["frame_skip"] == 4  # resolved for Atari and saved
     rows = read_rows(model / "progress.csv")
     assert rows, "no game finished"
     # A whole game of Breakout is 5 lives: a random player needs well over 40 agent steps for it.
