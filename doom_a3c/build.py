@@ -28,8 +28,11 @@ def configure_threads(workers: int) -> None:
     """One intra-op thread per op (workers already run in parallel) and one inter-op thread per worker:
     the cores are shared out instead of every op fanning out to all of them."""
     cores = os.cpu_count() or 1
-    tf.config.threading.set_intra_op_parallelism_threads(1 if workers >= cores else max(1, cores // workers))
-    tf.config.threading.set_inter_op_parallelism_threads(max(2, min(workers, cores)))
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(1 if workers >= cores else max(1, cores // workers))
+        tf.config.threading.set_inter_op_parallelism_threads(max(2, min(workers, cores)))
+    except RuntimeError:  # TensorFlow already ran in this process (a second run from Python): it keeps its threads
+        pass
 
 
 def worker_seed(config: TrainConfig, index: int, offset: int = 0) -> int:

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO_ROOT
 from doom_a3c import ray_mode
 from doom_a3c.a3c import a3c_workers
-from doom_a3c.build import ThreadRun, build_global
+from doom_a3c.build import ThreadRun, build_global, configure_threads
 from doom_a3c.config import TrainConfig
 from doom_a3c.env_batch import EnvBatch
 from doom_a3c.environment import EnvSpec, Step
@@ -129,6 +129,16 @@ def test_three_modes_apply_identical_updates_from_the_same_rollouts(tmp_path, mo
         np.testing.assert_allclose(a, r, rtol=0, atol=1e-6)
     assert run.counters.updates == ga3c_run.counters.updates == server.counters.updates == 3
     assert server.counters.env_steps == 3 * STEPS * GAMES
+
+
+def test_a_second_run_in_one_process_keeps_tensorflows_threads():
+    """Regression: a second training run from Python (a notebook, the test suite) raised "Intra op parallelism
+    cannot be modified after initialization" in configure_threads."""
+    import tensorflow as tf
+
+    tf.constant(1.0) + 1.0  # TensorFlow is initialised
+    configure_threads(2)
+    configure_threads(1)
 
 
 # ---- the import graph -----------------------------------------------------------------------------------------

@@ -196,12 +196,10 @@ def test_an_error_in_any_ga3c_thread_stops_them_all(failing, tmp_path, monkeypat
 
 
 def test_training_reports_a_ga3c_thread_error_in_one_line_after_a_final_checkpoint(tmp_path, monkeypatch, capsys):
-    from doom_a3c import build
     from doom_a3c.config import TrainConfig
     from doom_a3c.coordinator import Coordinator
     from doom_a3c.training import train
 
-    monkeypatch.setattr(build, "configure_threads", lambda workers: None)  # TF is already running
     monkeypatch.setattr(Coordinator, "_install_signal_handlers", lambda self: None)
     calls = []
 

@@ -141,7 +141,6 @@ def test_each_worker_gets_its_own_final_epsilon(tmp_path, monkeypatch):
     from doom_a3c import build
     from doom_a3c.a3c import a3c_workers
 
-    monkeypatch.setattr(build, "configure_threads", lambda workers: None)  # TF is already running
     config = resolve_new_run(dict(scenario="CartPole-v1", workers=3, envs_per_worker=1, epsilon_start=0.4,
                                   epsilon_end=0.1, epsilon_decay_steps=100, epsilon_spread="linear",
                                   model_dir=str(tmp_path / "m"), frames_dir=str(tmp_path / "f"), lstm_size=8,
