@@ -152,3 +152,38 @@ def test_sample_factory_run_is_stopped_with_all_its_processes_once_the_threshold
     rows = list(csv.reader(open(tmp_path / "seed3_mean100.csv")))
     assert rows[0] == ["wall_s", "env_steps", "mean100"] and len(rows) == 3
     assert "mean-100 >= 80 at 10 s (2,048 env steps)" in capsys.readouterr().out
+
+
+# ---- benchmarks/learn_scenarios.py --------------------------------------------------------------------------------
+def progress_rows(rewards, seconds_per_episode=6.0, steps_per_episode=10):
+    return [{"wall_s": i * seconds_per_episode, "env_steps": i * steps_per_episode, "episode": i, "worker": 0,
+             "reward": r, "length": steps_per_episode} for i, r in enumerate(rewards, start=1)]
+
+
+def test_scenario_run_summary_by_hand():
+    """150 episodes: 100 scoring 0, then 50 scoring 10. Mean-100 after episode 100+k is 10k/100, so the last is
+    5.0 and the best too; it first reaches 2.0 at episode 120 (6 s each: 12 minutes); 1,500 steps in 900 s."""
+    script = load_script("learn_scenarios")
+    run = script.summarize_run("x", 3, progress_rows([0.0] * 100 + [10.0] * 50), target=2.0, random_policy=-1.0)
+    assert run.env_steps == 1500 and run.final_mean100 == pytest.approx(5.0) and run.best_mean100 == pytest.approx(5.0)
+    assert run.minutes_to_target == pytest.approx(12.0)
+    assert run.steps_per_s == pytest.approx(1500 / 900)
+    never = script.summarize_run("x", 3, progress_rows([0.0] * 120), target=2.0, random_policy=0.0)
+    assert never.minutes_to_target is None and never.final_mean100 == 0.0
+    # Before 100 episodes the mean is over the episodes so far, and a target is not counted as reached.
+    early = script.summarize_run("x", 0, progress_rows([4.0, 6.0]), target=1.0, random_policy=0.0)
+    assert early.final_mean100 == pytest.approx(5.0) and early.minutes_to_target is None
+
+
+def test_scenario_results_table_and_curves(tmp_path):
+    script = load_script("learn_scenarios")
+    runs = [script.summarize_run("a", 0, progress_rows([1.0] * 120), target=None, random_policy=0.5),
+            script.summarize_run("b", 1, progress_rows([0.0] * 100 + [10.0] * 50), target=2.0, random_policy=-1.0)]
+    script.write_table(runs, str(tmp_path), minutes=15)
+    rows = list(csv.DictReader(open(tmp_path / "results.csv")))
+    assert [r["scenario"] for r in rows] == ["a", "b"] and rows[1]["minutes_to_target"] == "12.00"
+    assert rows[0]["target"] == "" and rows[1]["random_policy"] == "-1.000"
+    table = (tmp_path / "results.md").read_text()
+    assert "| a | 0 | 1,200 | 1.0 | 1.0 | 0.5 |  | no target |" in table and "| 12.0 |" in table
+    script.plot_curves(runs, str(tmp_path / "curves.png"))
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
