@@ -60,6 +60,12 @@ class TrainConfig:
     game_args: str = _resolved("", "extra ViZDoom engine arguments (multiplayer maps)")
     bots: int = _resolved(0, "bots added at each Doom episode start (deathmatch maps)")
     frag_reward: float = _resolved(0.0, "reward per frag (deathmatch maps, whose cfg defines none)")
+    game_variables: list = field(default_factory=list, metadata={
+        "flag": False, "help": "Doom game variables the network sees beside the pixels, each [name, scale] "
+        "(HEALTH x 0.01...); [] = pixels only"})
+    reward_shaping: list = field(default_factory=list, metadata={
+        "flag": False, "help": "Doom learning bonus per change of a game variable, each [name, reward per unit]; "
+        "added to the learning reward only, never to the reported score; [] = off"})
     # --- workers ---
     workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
     envs_per_worker: int = _flag(4, "environments each worker steps with one batched forward pass")

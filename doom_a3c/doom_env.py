@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.environment import Step, preprocess_frame
+from doom_a3c.environment import Step, observation_dtype, preprocess_frame
 
 DOOM_TICS_PER_SECOND = 35
 
@@ -36,7 +36,9 @@ def locate_cfg(path: str) -> str:
 
 class DoomEnvironment:
     """One ViZDoom game, rendering RGB at --screen-resolution, stepping `frame_skip` tics per action; the
-    network sees (frame_size, frame_size, 1) grey frames. Everything comes from the resolved config."""
+    network sees (frame_size, frame_size, 1) grey frames, and beside them the config's game variables
+    (each times its scale) as a record observation when there are any. Everything comes from the
+    resolved config."""
 
     def __init__(self, config: TrainConfig, seed: int = 0):
         import vizdoom as vzd
@@ -60,6 +62,14 @@ class DoomEnvironment:
             self._game.add_available_game_variable(vzd.GameVariable.FRAGCOUNT)
         self._bots = config.bots
         self._frags = 0.0
+        # Variables the engine must report: the network's and the shaping's (the cfg may list none of them).
+        self._variable_names = [name for name, _ in config.game_variables]
+        self._variable_scales = np.array([scale for _, scale in config.game_variables], np.float32)
+        self._shaping_names = [name for name, _ in config.reward_shaping]
+        self._shaping_rewards = np.array([reward for _, reward in config.reward_shaping], np.float64)
+        for name in dict.fromkeys(self._variable_names + self._shaping_names):
+            self._game.add_available_game_variable(getattr(vzd.GameVariable, name))
+        self._shaping_last = np.zeros(len(self._shaping_names))
         try:
             self._game.init()
         except Exception as error:
@@ -77,17 +87,43 @@ class DoomEnvironment:
         self.seconds_per_step = config.frame_skip / DOOM_TICS_PER_SECOND
         self._crop = tuple(config.crop)
         self.observation_shape = (config.frame_size, config.frame_size, 1)
+        self._record = observation_dtype(self.observation_shape, len(self._variable_names)) \
+            if self._variable_names else None
         self._last_screen: np.ndarray | None = None
+
+    def _variables(self, names: list[str]) -> np.ndarray:
+        return np.array([self._game.get_game_variable(getattr(self._vzd.GameVariable, n)) for n in names])
 
     def _observe(self) -> np.ndarray:
         self._last_screen = self._game.get_state().screen_buffer
-        return preprocess_frame(self._last_screen, self._crop, self.observation_shape[0])
+        frame = preprocess_frame(self._last_screen, self._crop, self.observation_shape[0])
+        if self._record is None:
+            return frame
+        observation = np.zeros((), self._record)
+        observation["frame"] = frame
+        observation["variables"] = self._variables(self._variable_names) * self._variable_scales
+        return observation
+
+    def _final_observation(self) -> np.ndarray:
+        """What a finished episode's step returns (never acted on: the caller resets)."""
+        return np.zeros((), self._record) if self._record is not None else np.zeros(self.observation_shape, np.uint8)
+
+    def _shaping(self) -> float:
+        """The preset's bonus for this step's changes of the shaping variables (0 without shaping)."""
+        if not self._shaping_names:
+            return 0.0
+        now = self._variables(self._shaping_names)
+        bonus = float(np.dot(now - self._shaping_last, self._shaping_rewards))
+        self._shaping_last = now
+        return bonus
 
     def reset(self) -> np.ndarray:
         self._game.new_episode()
         for _ in range(self._bots):
             self._game.send_game_command("addbot")
         self._frags = 0.0
+        if self._shaping_names:
+            self._shaping_last = self._variables(self._shaping_names)
         return self._observe()
 
     def step(self, action: int) -> Step:
@@ -96,11 +132,14 @@ class DoomEnvironment:
             frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT)
             reward += self._frag_reward * (frags - self._frags)
             self._frags = frags
+        shaping = self._shaping()
         if self._game.is_episode_finished():  # Doom has no lives: the learning terminal is the real end
-            return Step(np.zeros(self.observation_shape, np.uint8), float(reward), True, True)
+            return Step(self._final_observation(), float(reward), True, True, shaping)
         if self._game.is_player_dead():  # deathmatch maps: the episode goes on after a death
             self._game.respawn_player()
-        return Step(self._observe(), float(reward), False, False)
+            if self._shaping_names:  # a respawn refills health and ammo: no bonus for that
+                self._shaping_last = self._variables(self._shaping_names)
+        return Step(self._observe(), float(reward), False, False, shaping)
 
     def screen(self) -> np.ndarray:
         """The last rendered frame at full resolution, RGB."""

@@ -36,10 +36,11 @@ def make_environment(config: TrainConfig, seed: int) -> Environment:
 
 
 class BatchStep(NamedTuple):
-    observations: np.ndarray  # [E, *obs] uint8: the next observation, or the first of a new episode where done
+    observations: np.ndarray  # [E, *obs]: the next observation, or the first of a new episode where done
     rewards: np.ndarray  # [E] float32, the game's own reward (unscaled)
     dones: np.ndarray  # [E] bool, the episode ended at this step
     game_overs: np.ndarray  # [E] bool, the game really ended (and was reset); an Atari life loss is a done only
+    shaping: np.ndarray  # [E] float32, the learning-only bonus of reward shaping (0 without it)
 
 
 def contiguous_slices(count: int, parts: int) -> list[slice]:
@@ -78,6 +79,7 @@ class EnvBatch:
         self._pool = ThreadPoolExecutor(len(self._slices) - 1, thread_name_prefix="env") if len(self._slices) > 1 else None
         self._observations: np.ndarray | None = None
         self._rewards = np.zeros(len(self.envs), np.float32)
+        self._shaping = np.zeros(len(self.envs), np.float32)
         self._dones = np.zeros(len(self.envs), bool)
         self._game_overs = np.zeros(len(self.envs), bool)
 
@@ -92,6 +94,7 @@ class EnvBatch:
         for i in range(part.start, part.stop):
             result = self.envs[i].step(int(actions[i]))
             self._rewards[i], self._dones[i], self._game_overs[i] = result.reward, result.done, result.game_over
+            self._shaping[i] = result.shaping
             self._observations[i] = self.envs[i].reset() if result.game_over else result.observation
 
     def step(self, actions: np.ndarray) -> BatchStep:
@@ -105,7 +108,8 @@ class EnvBatch:
             self._step_slice(self._slices[0], actions)
             for future in futures:
                 future.result()  # re-raises a game's error in the worker thread
-        return BatchStep(self._observations.copy(), self._rewards.copy(), self._dones.copy(), self._game_overs.copy())
+        return BatchStep(self._observations.copy(), self._rewards.copy(), self._dones.copy(), self._game_overs.copy(),
+                         self._shaping.copy())
 
     def screen(self, index: int = 0) -> np.ndarray:
         return self.envs[index].screen()

@@ -3,7 +3,13 @@
 Every environment declares what the rest of the code needs (`num_actions`, `action_names`,
 `observation_shape`, `seconds_per_step`) and steps with one type, `Step`. An environment reports
 the game's true reward; scaling and clipping for learning happen in the rollout, so the CSV,
-TensorBoard and play.py always show what the game itself scored.
+TensorBoard and play.py always show what the game itself scored. Reward shaping (a preset's bonus
+for changes of game variables) travels beside it in `Step.shaping` and reaches learning only.
+
+An observation is one NumPy array per game: the frame (or vector) itself, or, for a Doom scenario
+whose preset feeds game variables to the network, a record array with the fields `frame` and
+`variables`. Being one array, it stacks, concatenates and crosses process pipes the same way;
+`network_inputs` splits it for the network.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ class Step(NamedTuple):
     reward: float  # the game's own reward for this step: unclipped, unscaled
     done: bool  # the learning terminal: do not bootstrap past it (an Atari life loss too)
     game_over: bool  # the real end of the game (also a time limit): only now does the caller reset()
+    shaping: float = 0.0  # learning-only bonus from the preset's reward shaping; never reported as score
 
 
 class EnvSpec(NamedTuple):
@@ -50,6 +57,19 @@ class Environment(Protocol):
 def spec_of(env: Environment) -> EnvSpec:
     return EnvSpec(env.num_actions, tuple(env.observation_shape), float(env.seconds_per_step),
                    list(env.action_names))
+
+
+def observation_dtype(frame_shape: tuple[int, ...], num_variables: int) -> np.dtype:
+    """The record of one Doom observation with game variables: the uint8 frame and the scaled variables."""
+    return np.dtype([("frame", np.uint8, frame_shape), ("variables", np.float32, (num_variables,))])
+
+
+def network_inputs(observations: np.ndarray):
+    """Observations [..., *obs] as the network takes them: the array itself, or (frames, variables) for
+    record observations (contiguous copies: TensorFlow cannot take a strided field view)."""
+    if observations.dtype.names is None:
+        return observations
+    return np.ascontiguousarray(observations["frame"]), np.ascontiguousarray(observations["variables"])
 
 
 def preprocess_frame(screen: np.ndarray, crop=(0.0, 0.0, 0.0, 0.0), size: int = 84) -> np.ndarray:

@@ -15,7 +15,7 @@ from doom_a3c.checkpoint import CheckpointError, atomic_write_text, ensure_writa
     restore
 from doom_a3c.config import ConfigError
 from doom_a3c.env_batch import make_environment
-from doom_a3c.environment import spec_of
+from doom_a3c.environment import network_inputs, spec_of
 from doom_a3c.recording import write_gif
 from doom_a3c.resolve import upgrade_saved_config
 
@@ -49,7 +49,7 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
         state, starts = net.initial_state(1), tf.ones([1])
         total, length, game_over = 0.0, 0, False
         while not game_over:  # a whole game: an Atari life loss resets the LSTM, as in training, and goes on
-            net_out = step(observation[None], state, starts)
+            net_out = step(network_inputs(observation[None]), state, starts)
             state = net_out.state
             probs = tf.nn.softmax(net_out.logits[0]).numpy().astype(np.float64)
             action = int(np.argmax(probs)) if greedy else int(rng.choice(len(probs), p=probs / probs.sum()))

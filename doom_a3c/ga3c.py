@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from doom_a3c.build import ThreadRun, worker_epsilon, worker_records, worker_seed
+from doom_a3c.environment import network_inputs
 from doom_a3c.learning import GlobalLearner, GradientStep
 from doom_a3c.network import ActorCritic, LSTMState
 from doom_a3c.rollout import GameRunner, Rollout, concatenate_rollouts
@@ -120,7 +121,8 @@ class Predictor:
                 break
         games = np.concatenate([np.arange(self._games(r.runner).start, self._games(r.runner).stop) for r in batch])
         update = self.run.counters.updates  # read before the weights: the lag is never under-counted
-        logits, values, h, c = self._step(np.concatenate([r.observations for r in batch]), self._h[games],
+        observations = network_inputs(np.concatenate([r.observations for r in batch]))
+        logits, values, h, c = self._step(observations, self._h[games],
                                           self._c[games], np.concatenate([r.starts for r in batch]).astype(np.float32))
         logits, values, h, c = logits.numpy(), values.numpy(), h.numpy(), c.numpy()
         self.batch_sizes.append(len(games))

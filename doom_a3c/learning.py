@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from doom_a3c.config import TrainConfig
+from doom_a3c.environment import network_inputs
 from doom_a3c.gradients import process_gradients
 from doom_a3c.losses import a3c_loss
 from doom_a3c.network import ActorCritic, LSTMState
@@ -83,9 +84,9 @@ class GradientStep:
 
     def __call__(self, rollout: Rollout) -> Gradient:
         returns, advantages = learning_targets(self.config, rollout)
-        grads, finite, *scalars = self._compiled(rollout.observations, rollout.actions, rollout.starts,
-                                                 rollout.initial_state.h, rollout.initial_state.c, returns,
-                                                 advantages)
+        grads, finite, *scalars = self._compiled(network_inputs(rollout.observations), rollout.actions,
+                                                 rollout.starts, rollout.initial_state.h, rollout.initial_state.c,
+                                                 returns, advantages)
         return Gradient(list(grads), bool(finite), *(float(s) for s in scalars))
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from doom_a3c.config import TrainConfig
+from doom_a3c.environment import network_inputs
 from doom_a3c.learning import Gradient, GradientStep
 from doom_a3c.network import ActorCritic, LSTMState
 from doom_a3c.rollout import Rollout
@@ -34,12 +35,12 @@ class LocalCopy:
         return LSTMState(self._state.h.numpy(), self._state.c.numpy())
 
     def act(self, observations: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        logits, values, h, c = self._act(observations, self._state.h, self._state.c, starts)
+        logits, values, h, c = self._act(network_inputs(observations), self._state.h, self._state.c, starts)
         self._state = LSTMState(h, c)
         return logits.numpy(), values.numpy()
 
     def value(self, observations: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        _, values, _, _ = self._act(observations, self._state.h, self._state.c, starts)
+        _, values, _, _ = self._act(network_inputs(observations), self._state.h, self._state.c, starts)
         return values.numpy()
 
     # ---- learning ----------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ class NormalizedColumns(keras.initializers.Initializer):
 
 
 TORSOS = ("conv", "dense")
+VARIABLE_UNITS = 32  # width of the game variables' own layer (a handful of numbers in)
 
 
 class ActorCritic(keras.Model):
@@ -56,8 +57,9 @@ class ActorCritic(keras.Model):
 
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
                  frame_norm: str = "standardize", torso: str = "conv", hidden_size: int = 256,
-                 use_lstm: bool = True, separate_critic: bool = False):
+                 use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0):
         super().__init__(name=name)
+        self.num_game_variables = num_game_variables
         if torso not in TORSOS:
             raise ValueError(f"torso must be one of {TORSOS}, got {torso!r}")
         self.num_actions = num_actions
@@ -84,6 +86,10 @@ class ActorCritic(keras.Model):
         else:
             layers = {"fc1": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=glorot(1)),
                       "fc2": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=glorot(3))}
+        if self.num_game_variables:
+            # Game variables (health, ammo...) get a small layer of their own, joined to the pixels' features
+            # before the LSTM, as Sample Factory's Doom encoder does with its measurements.
+            layers["game_vars"] = keras.layers.Dense(VARIABLE_UNITS, activation="elu", kernel_initializer=glorot(7))
         for attribute, layer in layers.items():
             layer.name = prefix + attribute
             setattr(self, prefix + attribute, layer)
@@ -91,7 +97,8 @@ class ActorCritic(keras.Model):
         if self.use_lstm:
             lstm = keras.layers.LSTMCell(self.lstm_size, kernel_initializer=glorot(4), name=prefix + "lstm")
             setattr(self, prefix + "lstm", lstm)
-        return list(layers.values()), lstm
+        variables_layer = layers.pop("game_vars", None)
+        return (list(layers.values()), variables_layer), lstm
 
     def initial_state(self, batch_size: int) -> LSTMState:
         zeros = tf.zeros([batch_size, self.state_size], tf.float32)
@@ -107,14 +114,18 @@ class ActorCritic(keras.Model):
             x = tf.image.per_image_standardization(x)
         return x
 
-    def encode(self, observations: tf.Tensor) -> list[tf.Tensor]:
-        """[N, *obs] -> one [N, hidden] feature tensor per branch (one, or actor and critic)."""
-        x = self._inputs(observations)
+    def encode(self, observations) -> list[tf.Tensor]:
+        """[N, *obs] frames, or (frames [N, *obs], game variables [N, V]) -> one [N, features] tensor per
+        branch (one, or actor and critic)."""
+        frames, variables = observations if isinstance(observations, (tuple, list)) else (observations, None)
+        x = self._inputs(frames)
         features = []
-        for layers, _ in self._branches:
+        for (layers, variables_layer), _ in self._branches:
             out = x
             for layer in layers:
                 out = layer(out)
+            if variables_layer is not None:
+                out = tf.concat([out, variables_layer(tf.cast(variables, tf.float32))], axis=-1)
             features.append(out)
         return features
 
@@ -144,9 +155,10 @@ class ActorCritic(keras.Model):
 
     def unroll(self, observations: tf.Tensor, state: LSTMState, starts: tf.Tensor) -> NetworkOutput:
         """observations [T, B, *obs], starts [T, B] -> logits [T, B, A], values [T, B]."""
-        steps, batch = observations.shape[0], tf.shape(observations)[1]
+        first = tf.nest.flatten(observations)[0]
+        steps, batch = first.shape[0], tf.shape(first)[1]
         # The torso runs once over all T*B observations; only the LSTM walks through time.
-        flat = tf.reshape(observations, tf.concat([[-1], tf.shape(observations)[2:]], 0))
+        flat = tf.nest.map_structure(lambda x: tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], 0)), observations)
         features = [tf.reshape(f, [steps, batch, -1]) for f in self.encode(flat)]  # [T, B, hidden] each
         if not self.use_lstm:
             logits, values = self._heads(features)
@@ -159,7 +171,7 @@ class ActorCritic(keras.Model):
         return NetworkOutput(logits, values, state)  # [T, B, A], [T, B]
 
     def call(self, observations, state=None, starts=None):
-        batch = tf.shape(observations)[0]
+        batch = tf.shape(tf.nest.flatten(observations)[0])[0]
         state = state or self.initial_state(batch)
         starts = starts if starts is not None else tf.ones([batch])
         return self.step(observations, state, starts)
@@ -167,7 +179,10 @@ class ActorCritic(keras.Model):
     def build_variables(self, observation_shape: tuple[int, ...]) -> "ActorCritic":
         """Create every variable now (in the calling thread) with one dummy step."""
         dtype = tf.uint8 if self.torso == "conv" else tf.float32
-        self.step(tf.zeros((1, *observation_shape), dtype), self.initial_state(1), tf.ones([1]))
+        observations = tf.zeros((1, *observation_shape), dtype)
+        if self.num_game_variables:
+            observations = (observations, tf.zeros((1, self.num_game_variables), tf.float32))
+        self.step(observations, self.initial_state(1), tf.ones([1]))
         return self
 
 
@@ -178,7 +193,8 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
     torso = "conv" if len(observation_shape) == 3 else "dense"
     net = ActorCritic(num_actions, config.lstm_size, seed=config.seed if seed is None else seed, name=name,
                       frame_norm=config.frame_norm, torso=torso, hidden_size=config.hidden_size,
-                      use_lstm=config.lstm, separate_critic=config.separate_networks)
+                      use_lstm=config.lstm, separate_critic=config.separate_networks,
+                      num_game_variables=len(config.game_variables))
     return net.build_variables(observation_shape)
 
 

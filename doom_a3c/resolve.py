@@ -56,6 +56,23 @@ def _doom_buttons(cfg_path: str) -> list[str]:
     return [str(b).split(".")[-1].split(":")[0] for b in game.get_available_buttons()]
 
 
+def _named_values(scenario: str, key: str, value: Any) -> list[list]:
+    """A preset's [[GAME_VARIABLE, number], ...] list, checked: names ViZDoom knows, finite numbers."""
+    import vizdoom as vzd
+
+    pairs = []
+    for entry in value or []:
+        if not (isinstance(entry, (list, tuple)) and len(entry) == 2 and isinstance(entry[0], str)
+                and isinstance(entry[1], (int, float)) and math.isfinite(entry[1])):
+            raise ConfigError(f"preset for {scenario}: each entry of {key} must be [\"GAME_VARIABLE\", number], "
+                              f"got {entry!r}")
+        if not hasattr(vzd.GameVariable, entry[0]):
+            raise ConfigError(f"preset for {scenario}: {key} names {entry[0]!r}, which is not a ViZDoom game "
+                              f"variable (e.g. HEALTH, AMMO2, KILLCOUNT, ARMOR)")
+        pairs.append([entry[0], float(entry[1])])
+    return pairs
+
+
 def check_screen_resolution(name: str) -> None:
     import vizdoom as vzd
 
@@ -89,7 +106,11 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                       crop=[float(x) for x in (config.crop or preset.get("crop", NO_CROP))],
                       game_args=config.game_args or str(preset.get("game_args", "")),
                       bots=config.bots or int(preset.get("bots", 0)),
-                      frag_reward=config.frag_reward or float(preset.get("frag_reward", 0.0)))
+                      frag_reward=config.frag_reward or float(preset.get("frag_reward", 0.0)),
+                      game_variables=_named_values(name, "game_variables",
+                                                   config.game_variables or preset.get("game_variables")),
+                      reward_shaping=_named_values(name, "reward_shaping",
+                                                   config.reward_shaping or preset.get("reward_shaping")))
     else:
         from doom_a3c.gym_envs import gym_action_names
 

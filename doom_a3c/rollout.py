@@ -18,7 +18,7 @@ from doom_a3c.run_state import EpisodeResult, RunState
 class Rollout(NamedTuple):
     observations: np.ndarray  # [T, B, *obs]
     actions: np.ndarray  # [T, B] int32
-    rewards: np.ndarray  # [T, B] float32, scaled for learning (not clipped: learning_targets clips)
+    rewards: np.ndarray  # [T, B] float32, game reward + shaping, scaled for learning (learning_targets clips)
     dones: np.ndarray  # [T, B] float32, 1 where the episode ended at this step
     starts: np.ndarray  # [T, B] float32, 1 where the episode began at this step (LSTM reset)
     values: np.ndarray  # [T, B] float32, V(s_t) from acting
@@ -105,7 +105,8 @@ class GameRunner:
             chosen = self._choose(logits)
             observations[t], actions[t], starts[t], values[t] = self._observations, chosen, self._starts, step_values
             result = self.games.step(chosen)
-            rewards[t], dones[t] = result.rewards * self.reward_scale, result.dones
+            # Learning sees the shaped reward; the episode reports keep the game's own score.
+            rewards[t], dones[t] = (result.rewards + result.shaping) * self.reward_scale, result.dones
             self._track_episodes(result.rewards, values[t], result.game_overs)  # true scores: whole games
             if self._frames is not None and not result.game_overs[0]:
                 self._frames.append(self.games.screen(0).copy())

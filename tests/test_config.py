@@ -349,14 +349,18 @@ def test_every_shipped_scenario_starts_and_steps(name, tmp_path, monkeypatch):
     try:
         assert env.num_actions >= 2, env.action_names
         assert env.num_actions == len(config.actions)
-        assert env.reset().shape == (size, size, 1)
+        frame = lambda observation: observation["frame"] if config.game_variables else observation  # noqa: E731
+        assert frame(env.reset()).shape == (size, size, 1)
         for step in range(2 * env.num_actions):
             result = env.step(step % env.num_actions)
             assert isinstance(result.reward, float)
             if result.done:
                 env.reset()
             else:
-                assert result.observation.shape == (size, size, 1) and result.observation.dtype == np.uint8
+                assert frame(result.observation).shape == (size, size, 1)
+                assert frame(result.observation).dtype == np.uint8
+                if config.game_variables:
+                    assert result.observation["variables"].shape == (len(config.game_variables),)
     finally:
         env.close()
 
