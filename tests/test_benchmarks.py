@@ -187,3 +187,21 @@ def test_scenario_results_table_and_curves(tmp_path):
     assert "| a | 0 | 1,200 | 1.0 | 1.0 | 0.5 |  | no target |" in table and "| 12.0 |" in table
     script.plot_curves(runs, str(tmp_path / "curves.png"))
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
+# ---- benchmarks/shrink_gif.py -------------------------------------------------------------------------------------
+def test_shrink_gif_keeps_every_nth_frame_of_the_first_seconds_at_game_speed(tmp_path, monkeypatch):
+    """30 frames of 100 ms (3 s of play); keep 2 s, one frame in 2: 10 frames of 200 ms, the same pictures."""
+    import imageio.v3 as iio
+
+    frames = np.zeros((30, 12, 16, 3), np.uint8)
+    for i in range(30):
+        frames[i, :, :, 0] = 8 * i  # each frame its own shade of red
+    source, target = tmp_path / "in.gif", tmp_path / "out.gif"
+    iio.imwrite(source, frames, duration=100, loop=0)
+    monkeypatch.setattr(sys, "argv", ["shrink_gif.py", str(source), str(target), "--every", "2", "--seconds", "2"])
+    assert load_script("shrink_gif").main() == 0
+    kept = iio.imread(target, index=None)
+    assert len(kept) == 10
+    assert iio.immeta(target, index=0)["duration"] == 200
+    np.testing.assert_allclose(kept[:, 0, 0, 0], 8 * np.arange(0, 20, 2), atol=4)  # palette rounding
