@@ -315,8 +315,8 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
     assert preset.is_resolved() and preset.env_kind == VECTOR and preset.scenario_path == "CartPole-v1"
     assert preset.actions == [["ACTION_0"], ["ACTION_1"]]
     assert (preset.frame_skip, preset.reward_scale, preset.clip_rewards) == (1, 1.0, False)  # a vector env's
-    center = resolve_new_run({"scenario": "defend_the_center"})
-    defaults = TrainConfig(scenario="defend_the_center")
+    center = resolve_new_run({"scenario": "defend_the_line"})
+    defaults = TrainConfig(scenario="defend_the_line")
     environment = {"frame_skip", "reward_scale", "clip_rewards"}  # filled in from the preset's top level
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}
