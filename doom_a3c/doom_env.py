@@ -63,12 +63,12 @@ class DoomEnvironment:
         self._bots = config.bots
         self._frags = 0.0
         # Variables the engine must report: the network's and the shaping's (the cfg may list none of them).
-        self._variable_names = [name for name, _ in config.game_variables]
+        self._variable_names = [getattr(vzd.GameVariable, name) for name, _ in config.game_variables]
         self._variable_scales = np.array([scale for _, scale in config.game_variables], np.float32)
-        self._shaping_names = [name for name, _ in config.reward_shaping]
+        self._shaping_names = [getattr(vzd.GameVariable, name) for name, _ in config.reward_shaping]
         self._shaping_rewards = np.array([reward for _, reward in config.reward_shaping], np.float64)
-        for name in dict.fromkeys(self._variable_names + self._shaping_names):
-            self._game.add_available_game_variable(getattr(vzd.GameVariable, name))
+        for variable in dict.fromkeys(self._variable_names + self._shaping_names):
+            self._game.add_available_game_variable(variable)
         self._shaping_last = np.zeros(len(self._shaping_names))
         try:
             self._game.init()
@@ -91,8 +91,13 @@ class DoomEnvironment:
             if self._variable_names else None
         self._last_screen: np.ndarray | None = None
 
-    def _variables(self, names: list[str]) -> np.ndarray:
-        return np.array([self._game.get_game_variable(getattr(self._vzd.GameVariable, n)) for n in names])
+    def _variables(self, variables: list) -> np.ndarray:
+        return np.array([self._game.get_game_variable(v) for v in variables])
+
+    def _restart_shaping(self) -> None:
+        """Changes count from now (an episode start, a respawn's refilled health and ammo pay nothing)."""
+        if self._shaping_names:
+            self._shaping_last = self._variables(self._shaping_names)
 
     def _observe(self) -> np.ndarray:
         self._last_screen = self._game.get_state().screen_buffer
@@ -122,8 +127,7 @@ class DoomEnvironment:
         for _ in range(self._bots):
             self._game.send_game_command("addbot")
         self._frags = 0.0
-        if self._shaping_names:
-            self._shaping_last = self._variables(self._shaping_names)
+        self._restart_shaping()
         return self._observe()
 
     def step(self, action: int) -> Step:
@@ -137,8 +141,7 @@ class DoomEnvironment:
             return Step(self._final_observation(), float(reward), True, True, shaping)
         if self._game.is_player_dead():  # deathmatch maps: the episode goes on after a death
             self._game.respawn_player()
-            if self._shaping_names:  # a respawn refills health and ammo: no bonus for that
-                self._shaping_last = self._variables(self._shaping_names)
+            self._restart_shaping()
         return Step(self._observe(), float(reward), False, False, shaping)
 
     def screen(self) -> np.ndarray:
