@@ -66,6 +66,10 @@ class TrainConfig:
     reward_shaping: list = field(default_factory=list, metadata={
         "flag": False, "help": "Doom learning bonus per change of a game variable, each [name, reward per unit]; "
         "added to the learning reward only, never to the reported score; [] = off"})
+    exploration_reward: float = _resolved(0.0, "Doom learning bonus for each map cell the player first enters in an "
+                                          "episode (episodic count-based exploration); never in the reported score; "
+                                          "0 = off")
+    exploration_cell: float = _resolved(0.0, "side of those cells in map units (a corridor is about 64-128)")
     # --- workers ---
     workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
     envs_per_worker: int = _flag(4, "environments each worker steps with one batched forward pass")

@@ -70,6 +70,13 @@ class DoomEnvironment:
         for variable in dict.fromkeys(self._variable_names + self._shaping_names):
             self._game.add_available_game_variable(variable)
         self._shaping_last = np.zeros(len(self._shaping_names))
+        self._exploration_reward = config.exploration_reward
+        self._exploration_cell = config.exploration_cell
+        self._position = [vzd.GameVariable.POSITION_X, vzd.GameVariable.POSITION_Y]
+        if self._exploration_reward:
+            for variable in self._position:
+                self._game.add_available_game_variable(variable)
+        self._visited: set[tuple[int, int]] = set()
         try:
             self._game.init()
         except Exception as error:
@@ -95,9 +102,16 @@ class DoomEnvironment:
         return np.array([self._game.get_game_variable(v) for v in variables])
 
     def _restart_shaping(self) -> None:
-        """Changes count from now (an episode start, a respawn's refilled health and ammo pay nothing)."""
+        """Changes count from now (an episode start, a respawn's refilled health and ammo pay nothing), and
+        only the cell the player stands in is visited."""
         if self._shaping_names:
             self._shaping_last = self._variables(self._shaping_names)
+        if self._exploration_reward:
+            self._visited = {self._cell()}
+
+    def _cell(self) -> tuple[int, int]:
+        x, y = self._variables(self._position) // self._exploration_cell
+        return int(x), int(y)
 
     def _observe(self) -> np.ndarray:
         self._last_screen = self._game.get_state().screen_buffer
@@ -114,12 +128,18 @@ class DoomEnvironment:
         return np.zeros((), self._record) if self._record is not None else np.zeros(self.observation_shape, np.uint8)
 
     def _shaping(self) -> float:
-        """The preset's bonus for this step's changes of the shaping variables (0 without shaping)."""
-        if not self._shaping_names:
-            return 0.0
-        now = self._variables(self._shaping_names)
-        bonus = float(np.dot(now - self._shaping_last, self._shaping_rewards))
-        self._shaping_last = now
+        """The preset's learning bonus for this step: the changes of the shaping variables, and the
+        exploration reward when the player enters a cell not yet visited this episode (0 without either)."""
+        bonus = 0.0
+        if self._shaping_names:
+            now = self._variables(self._shaping_names)
+            bonus += float(np.dot(now - self._shaping_last, self._shaping_rewards))
+            self._shaping_last = now
+        if self._exploration_reward and not self._game.is_episode_finished():
+            cell = self._cell()
+            if cell not in self._visited:
+                self._visited.add(cell)
+                bonus += self._exploration_reward
         return bonus
 
     def reset(self) -> np.ndarray:

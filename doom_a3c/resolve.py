@@ -73,6 +73,19 @@ def _named_values(scenario: str, key: str, value: Any) -> list[list]:
     return pairs
 
 
+def _exploration(scenario: str, config: TrainConfig, preset: dict[str, Any]) -> dict[str, float]:
+    """The preset's exploration bonus, checked: a finite reward and, when it is on, a positive cell size."""
+    reward = config.exploration_reward or preset.get("exploration_reward", 0.0)
+    cell = config.exploration_cell or preset.get("exploration_cell", 0.0)
+    for key, value in (("exploration_reward", reward), ("exploration_cell", cell)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ConfigError(f"preset for {scenario}: {key} must be a number, got {value!r}")
+    if reward and cell <= 0:
+        raise ConfigError(f"preset for {scenario}: exploration_reward needs exploration_cell > 0 (map units), "
+                          f"got {cell!r}")
+    return {"exploration_reward": float(reward), "exploration_cell": float(cell)}
+
+
 def check_screen_resolution(name: str) -> None:
     import vizdoom as vzd
 
@@ -110,7 +123,8 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                       game_variables=_named_values(name, "game_variables",
                                                    config.game_variables or preset.get("game_variables")),
                       reward_shaping=_named_values(name, "reward_shaping",
-                                                   config.reward_shaping or preset.get("reward_shaping")))
+                                                   config.reward_shaping or preset.get("reward_shaping")),
+                      **_exploration(name, config, preset))
     else:
         from doom_a3c.gym_envs import gym_action_names
 

@@ -227,3 +227,51 @@ def test_a_bad_game_variable_in_a_preset_is_one_clear_error(entry, message, tmp_
     monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
     with pytest.raises(ConfigError, match=message):
         resolved("health_gathering", tmp_path)
+
+
+def test_exploration_bonus_pays_each_new_cell_once_per_episode(tmp_path, monkeypatch):
+    """my_way_home with a bonus of 0.5 per 64-unit cell: a step's shaping is 0.5 exactly when the player's
+    (x // 64, y // 64) cell was not visited earlier in the episode (the start cell counts as visited), else 0;
+    the score stays the game's own; a new episode starts a new record."""
+    from doom_a3c.doom_env import DoomEnvironment
+
+    monkeypatch.chdir(tmp_path)
+    config = resolved("my_way_home", tmp_path)
+    config = config.__class__(**{**config.to_dict(), "exploration_reward": 0.5, "exploration_cell": 64.0})
+    env = DoomEnvironment(config)
+    gv = env._vzd.GameVariable
+    forward, turn = config.actions.index(["MOVE_FORWARD"]), config.actions.index(["TURN_LEFT", "MOVE_FORWARD"])
+
+    def cell():
+        return (int(env._game.get_game_variable(gv.POSITION_X) // 64),
+                int(env._game.get_game_variable(gv.POSITION_Y) // 64))
+
+    try:
+        for _ in range(2):
+            env.reset()
+            visited, paid = {cell()}, 0
+            for t in range(40):
+                step = env.step(forward if t % 5 else turn)
+                if step.done:
+                    break
+                here = cell()
+                assert step.shaping == (0.5 if here not in visited else 0.0)
+                assert step.reward == pytest.approx(-0.0001 * config.frame_skip)  # the game's own, unshaped
+                paid += here not in visited
+                visited.add(here)
+            assert paid >= 2  # it walked into new cells: the bonus was not all zeros
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("preset, message", [
+    ({"exploration_reward": 0.01}, "exploration_cell > 0"),
+    ({"exploration_reward": "lots", "exploration_cell": 64}, "must be a number"),
+])
+def test_a_bad_exploration_bonus_in_a_preset_is_one_clear_error(preset, message, tmp_path, monkeypatch):
+    from doom_a3c import resolve
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
+    with pytest.raises(ConfigError, match=message):
+        resolved("my_way_home", tmp_path)
