@@ -66,6 +66,7 @@ class TrainConfig:
     reward_shaping: list = field(default_factory=list, metadata={
         "flag": False, "help": "Doom learning bonus per change of a game variable, each [name, reward per unit]; "
         "added to the learning reward only, never to the reported score; [] = off"})
+    color: bool = _resolved(False, "Doom: the network sees RGB frames (3 channels) instead of grey ones")
     exploration_reward: float = _resolved(0.0, "Doom learning bonus for each map cell the player first enters in an "
                                           "episode (episodic count-based exploration); never in the reported score; "
                                           "0 = off")

@@ -36,9 +36,9 @@ def locate_cfg(path: str) -> str:
 
 class DoomEnvironment:
     """One ViZDoom game, rendering RGB at --screen-resolution, stepping `frame_skip` tics per action; the
-    network sees (frame_size, frame_size, 1) grey frames, and beside them the config's game variables
-    (each times its scale) as a record observation when there are any. Everything comes from the
-    resolved config."""
+    network sees (frame_size, frame_size, 1) grey frames (RGB, 3 channels, with the preset's `color`), and
+    beside them the config's game variables (each times its scale) as a record observation when there
+    are any. Everything comes from the resolved config."""
 
     def __init__(self, config: TrainConfig, seed: int = 0):
         import vizdoom as vzd
@@ -93,7 +93,8 @@ class DoomEnvironment:
         self._frame_skip = config.frame_skip
         self.seconds_per_step = config.frame_skip / DOOM_TICS_PER_SECOND
         self._crop = tuple(config.crop)
-        self.observation_shape = (config.frame_size, config.frame_size, 1)
+        self._color = config.color
+        self.observation_shape = (config.frame_size, config.frame_size, 3 if config.color else 1)
         self._record = observation_dtype(self.observation_shape, len(self._variable_names)) \
             if self._variable_names else None
         self._last_screen: np.ndarray | None = None
@@ -115,7 +116,7 @@ class DoomEnvironment:
 
     def _observe(self) -> np.ndarray:
         self._last_screen = self._game.get_state().screen_buffer
-        frame = preprocess_frame(self._last_screen, self._crop, self.observation_shape[0])
+        frame = preprocess_frame(self._last_screen, self._crop, self.observation_shape[0], self._color)
         if self._record is None:
             return frame
         observation = np.zeros((), self._record)

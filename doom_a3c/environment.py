@@ -72,8 +72,10 @@ def network_inputs(observations: np.ndarray):
     return np.ascontiguousarray(observations["frame"]), np.ascontiguousarray(observations["variables"])
 
 
-def preprocess_frame(screen: np.ndarray, crop=(0.0, 0.0, 0.0, 0.0), size: int = 84) -> np.ndarray:
-    """RGB (H, W, 3) or grey (H, W) uint8 screen -> (size, size, 1) uint8 grey frame.
+def preprocess_frame(screen: np.ndarray, crop=(0.0, 0.0, 0.0, 0.0), size: int = 84,
+                     color: bool = False) -> np.ndarray:
+    """RGB (H, W, 3) or grey (H, W) uint8 screen -> (size, size, 1) uint8 grey frame, or with `color` an
+    RGB screen -> (size, size, 3) uint8 colour frame.
 
     `crop` removes these fractions of the height (top, bottom) and width (left, right) first, so that
     small targets keep more pixels. Kept as uint8 (4x smaller rollouts); the network scales to [0, 1].
@@ -83,6 +85,8 @@ def preprocess_frame(screen: np.ndarray, crop=(0.0, 0.0, 0.0, 0.0), size: int = 
         top, bottom = round(crop[0] * height), height - round(crop[1] * height)
         left, right = round(crop[2] * width), width - round(crop[3] * width)
         screen = screen[top:bottom, left:right]
+    if color:
+        return cv2.resize(screen, (size, size), interpolation=cv2.INTER_AREA)
     grey = cv2.cvtColor(screen, cv2.COLOR_RGB2GRAY) if screen.ndim == 3 else screen
     small = cv2.resize(grey, (size, size), interpolation=cv2.INTER_AREA)
     return small[:, :, None]

@@ -120,6 +120,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                       game_args=config.game_args or str(preset.get("game_args", "")),
                       bots=config.bots or int(preset.get("bots", 0)),
                       frag_reward=config.frag_reward or float(preset.get("frag_reward", 0.0)),
+                      color=config.color or bool(preset.get("color", False)),
                       game_variables=_named_values(name, "game_variables",
                                                    config.game_variables or preset.get("game_variables")),
                       reward_shaping=_named_values(name, "reward_shaping",

@@ -275,3 +275,28 @@ def test_a_bad_exploration_bonus_in_a_preset_is_one_clear_error(preset, message,
     monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
     with pytest.raises(ConfigError, match=message):
         resolved("my_way_home", tmp_path)
+
+
+def test_a_color_preset_gives_rgb_observations_to_a_network_that_takes_them(tmp_path, monkeypatch):
+    """A preset's `color = true` is resolved into the config (round trip through strict JSON); my_way_home's
+    observations are then the RGB screen resized, (42, 42, 3), and the network built for it acts on them."""
+    from doom_a3c import resolve
+    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.environment import preprocess_frame, spec_of
+    from doom_a3c.build import build_network
+
+    monkeypatch.chdir(tmp_path)
+    preset = {**resolve.load_preset("my_way_home"), "color": True}
+    monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
+    config = resolved("my_way_home", tmp_path, frame_size=42)
+    assert config.color and TrainConfig.from_dict(json.loads(config.to_json())).color
+    env = DoomEnvironment(config)
+    try:
+        observation = env.reset()
+        assert observation.shape == (42, 42, 3) == env.observation_shape
+        assert (observation == preprocess_frame(env.screen(), config.crop, 42, color=True)).all()
+        net = build_network(config, spec_of(env), "colour")
+        out = net.step(observation[None], net.initial_state(1), tf.ones([1]))
+        assert out.logits.shape == (1, env.num_actions)
+    finally:
+        env.close()

@@ -33,6 +33,17 @@ def test_preprocess_rgb_uses_luma_weights_in_rgb_order():
     assert np.all(preprocess_frame(np.zeros((120, 160, 3), np.uint8)) == 0)
 
 
+def test_preprocess_color_keeps_the_channels_in_rgb_order():
+    """With color: a red-left, blue-right screen -> (42, 42, 3) uint8, red in channel 0 on the left and blue
+    in channel 2 on the right (no grey conversion, no BGR mix-up)."""
+    screen = np.zeros((120, 160, 3), np.uint8)
+    screen[:, :80, 0] = 255
+    screen[:, 80:, 2] = 255
+    out = preprocess_frame(screen, size=42, color=True)
+    assert out.shape == (42, 42, 3) and out.dtype == np.uint8
+    assert np.all(out[:, :21] == [255, 0, 0]) and np.all(out[:, 21:] == [0, 0, 255])
+
+
 def test_preprocess_grey_input():
     """A 2-D grey screen is resized, not colour-converted."""
     grey = np.full((240, 320), 100, np.uint8)
