@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -9,6 +12,8 @@ from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.environment import Step, observation_dtype, preprocess_frame
 
 DOOM_TICS_PER_SECOND = 35
+ENGINE_LEASH = Path(__file__).with_name("engine_leash.sh")
+_leash_warned = False
 
 
 def button_names(game) -> list[str]:
@@ -32,6 +37,22 @@ def locate_cfg(path: str) -> str:
     if os.path.exists(shipped):
         return shipped
     raise ConfigError(f"scenario config {path} does not exist")
+
+
+def leash_engine(game, vizdoom_module) -> None:
+    """Have `game` start its engine through engine_leash.sh, which arms the kernel's parent-death signal
+    (SIGKILL) before becoming the engine: the engine then ends with this process however it ends. Without
+    setpriv (util-linux) or an executable leash the engine starts as before, with one warning per process."""
+    global _leash_warned
+    if shutil.which("setpriv") is None or not os.access(ENGINE_LEASH, os.X_OK):
+        if not _leash_warned:
+            _leash_warned = True
+            print(f"warning: setpriv (util-linux) or an executable {ENGINE_LEASH.name} is missing: ViZDoom engines "
+                  f"may outlive a killed trainer", file=sys.stderr, flush=True)
+        return
+    os.environ["DOOM_A3C_VIZDOOM"] = os.path.join(os.path.dirname(vizdoom_module.__file__), "vizdoom")
+    os.environ["DOOM_A3C_ENGINE_PARENT"] = str(os.getpid())  # this process's: a forked game process sets its own
+    game.set_vizdoom_path(str(ENGINE_LEASH))
 
 
 class DoomEnvironment:
@@ -77,6 +98,7 @@ class DoomEnvironment:
             for variable in self._position:
                 self._game.add_available_game_variable(variable)
         self._visited: set[tuple[int, int]] = set()
+        leash_engine(self._game, vzd)
         try:
             self._game.init()
         except Exception as error:
