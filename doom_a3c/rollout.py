@@ -12,7 +12,7 @@ from doom_a3c.config import TrainConfig
 from doom_a3c.env_batch import GameBatch
 from doom_a3c.exploration import EpsilonSchedule, apply_epsilon
 from doom_a3c.network import LSTMState
-from doom_a3c.run_state import EpisodeResult, RunState
+from doom_a3c.run_state import EpisodeResult, GameRestart, RunState
 
 
 class Rollout(NamedTuple):
@@ -59,7 +59,8 @@ def sample_actions(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 class GameRunner:
     """Plays one batch of games with a policy and turns them into rollouts; queues finished episodes (true
-    scores) on the run state, and records game 0's episodes as GIF frames every `record_every` episodes."""
+    scores) and restarted games on the run state, and records game 0's episodes as GIF frames every
+    `record_every` episodes."""
 
     def __init__(self, index: int, config: TrainConfig, games: GameBatch, policy: Policy, run: RunState,
                  seed: int, record_every: int = 0, epsilon: EpsilonSchedule | None = None):
@@ -108,7 +109,8 @@ class GameRunner:
             # Learning sees the shaped reward; the episode reports keep the game's own score.
             rewards[t], dones[t] = (result.rewards + result.shaping) * self.reward_scale, result.dones
             self._track_episodes(result.rewards, values[t], result.game_overs)  # true scores: whole games
-            if self._frames is not None and not result.game_overs[0]:
+            self._drop_crashed(result.crashes)
+            if self._frames is not None and not (result.game_overs[0] or result.crashes[0]):
                 self._frames.append(self.games.screen(0).copy())
             self._observations = result.observations
             self._starts = dones[t].copy()
@@ -130,6 +132,14 @@ class GameRunner:
                 self._recorded_episodes += 1
                 # The game has already been reset: the new episode's first screen is on display.
                 self._frames = self._maybe_start_recording()
+
+    def _drop_crashed(self, crashes: np.ndarray) -> None:
+        """A restarted game's unfinished episode is never reported: nothing counts it."""
+        for b in np.flatnonzero(crashes != ""):
+            self.run.restarts.put(GameRestart(self.index, int(b), str(crashes[b])))
+            self._episode_reward[b] = self._episode_length[b] = self._episode_value_sum[b] = 0
+            if b == 0 and self._frames is not None:
+                self._frames = [self.games.screen(0).copy()]  # the recording starts over with the new game
 
     def close(self) -> None:
         self.games.close()

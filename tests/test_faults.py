@@ -1,4 +1,6 @@
-"""Faults on real processes: a trainer killed with kill -9 leaves no ViZDoom engine behind, in every mode."""
+"""Faults on real processes, in every mode: a trainer killed with kill -9 leaves no ViZDoom engine behind; an
+engine killed mid-run is restarted and training goes on."""
+import csv
 import os
 import signal
 import subprocess
@@ -68,15 +70,37 @@ def wait_for(predicate, seconds):
 
 
 def start_trainer(tmp_path, *flags):
-    """train.py on basic.wad, output to a file (a pipe would be held open by anything left behind), in a session
+    """train.py on basic.wad, output to files (a pipe would be held open by anything left behind), in a session
     of its own so that the test can clean up after a failure."""
-    log = open(tmp_path / "train.log", "w")
+    log, errors = open(tmp_path / "train.log", "w"), open(tmp_path / "stderr.log", "w")
     proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "basic.wad",
                              "--model-dir", str(tmp_path / "run"), "--frames-dir", str(tmp_path / "frames"),
                              "--max-minutes", "10", "--gif-every", "0", "--workers", "1", "--envs-per-worker", "2",
-                             *flags], cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    proc.log = log
+                             *flags], cwd=REPO_ROOT, stdout=log, stderr=errors, start_new_session=True)
+    proc.log, proc.errors = log, errors
     return proc
+
+
+def episodes_logged(tmp_path) -> int:
+    path = tmp_path / "run" / "progress.csv"
+    if not path.exists():
+        return 0
+    with open(path, newline="") as handle:
+        return len(list(csv.DictReader(handle)))
+
+
+def output(tmp_path) -> str:
+    return (tmp_path / "train.log").read_text() + (tmp_path / "stderr.log").read_text()
+
+
+def wait_for_training(tmp_path, proc, episodes=1):
+    """Until `episodes` are logged and the worker's 2 engines run; returns their pids."""
+    started = wait_for(lambda: episodes_logged(tmp_path) >= episodes and len(engines_under(proc.pid)) >= 2,
+                       seconds=400)
+    assert started, f"no training with 2 engines: {output(tmp_path)[-3000:]}"
+    engines = engines_under(proc.pid)
+    assert len(engines) == 2, engines
+    return engines
 
 
 def clean_up(proc, pids):
@@ -90,6 +114,7 @@ def clean_up(proc, pids):
         pass
     proc.wait(timeout=30)
     proc.log.close()
+    proc.errors.close()
 
 
 MODES = {
@@ -107,15 +132,37 @@ def test_no_engine_outlives_a_trainer_killed_with_kill_9(tmp_path, mode):
     proc = start_trainer(tmp_path, *MODES[mode])
     engines: list[int] = []
     try:
-        started = wait_for(lambda: (tmp_path / "run" / "progress.csv").exists() and len(engines_under(proc.pid)) >= 2,
-                           seconds=400)
-        log = (tmp_path / "train.log").read_text()
-        assert started, f"no training with 2 engines: {log[-3000:]}"
-        engines = engines_under(proc.pid)
-        assert len(engines) == 2, engines
+        engines = wait_for_training(tmp_path, proc)
         proc.kill()  # SIGKILL: no code of the trainer's runs
         proc.wait(timeout=30)
         gone = wait_for(lambda: not any(running(p) for p in engines), seconds=ENGINE_GONE_SECONDS)
         assert gone, f"engines still running {ENGINE_GONE_SECONDS} s after kill -9: {[p for p in engines if running(p)]}"
+    finally:
+        clean_up(proc, engines)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_an_engine_killed_mid_run_is_restarted_and_training_goes_on(tmp_path, mode):
+    if mode == "ray":
+        pytest.importorskip("ray")
+    proc = start_trainer(tmp_path, *MODES[mode])
+    engines: list[int] = []
+    try:
+        engines = wait_for_training(tmp_path, proc, episodes=3)
+        os.kill(engines[0], signal.SIGKILL)
+        episodes_at_kill = episodes_logged(tmp_path)
+        replaced = wait_for(lambda: len(engines_under(proc.pid)) == 2 and engines[0] not in engines_under(proc.pid),
+                            seconds=60)
+        assert replaced, output(tmp_path)[-3000:]
+        assert wait_for(lambda: episodes_logged(tmp_path) >= episodes_at_kill + 10, seconds=120), \
+            output(tmp_path)[-3000:]
+        engines += engines_under(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+        assert proc.returncode == 0, output(tmp_path)[-3000:]
+        warnings = (tmp_path / "stderr.log").read_text().strip().splitlines()
+        restarts = [line for line in warnings if line.startswith("warning: game ")]
+        assert len(restarts) == 1 and "worker 0" in restarts[0] and "restarted with a fresh seed" in restarts[0], warnings
+        assert not [line for line in warnings if line.startswith("error")], warnings
     finally:
         clean_up(proc, engines)
