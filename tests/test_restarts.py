@@ -3,6 +3,7 @@ is printed and counted, and too many restarts in a minute stop the run with an e
 (Killing a real engine mid-run: test_faults.py.)"""
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.coordinator import Coordinator, TooManyRestarts
@@ -132,6 +133,10 @@ def test_a_run_goes_on_through_game_failures(tmp_path, monkeypatch, capsys):
     warnings = [line for line in err.splitlines() if line.startswith("warning: game ")]
     assert len(warnings) >= 4 and "RuntimeError: emulator crashed" in warnings[0]
     assert "error" not in err
+    counted = [float(tf.make_ndarray(value.tensor)) for path in (tmp_path / "m" / "tensorboard").glob("events.out.tfevents.*")
+               for event in tf.compat.v1.train.summary_iterator(str(path)) for value in event.summary.value
+               if value.tag == "Perf/Game Restarts"]
+    assert counted and max(counted) == len(warnings)
 
 
 @pytest.mark.parametrize("limit,expected", [(1, "more than --max-game-restarts 1"), (0, "emulator crashed")])
