@@ -150,6 +150,8 @@ class Coordinator:
             self._recent_restarts.append(now)
             print(f"warning: game {restart.game} of worker {restart.worker} failed ({restart.reason}); closed and "
                   f"restarted with a fresh seed, its unfinished episode dropped", file=sys.stderr, flush=True)
+        if restarts:  # counted at once: a restart in the run's last seconds must show too
+            self.log.scalars(self.run.counters.env_steps, {"Perf/Game Restarts": self.game_restarts})
         while self._recent_restarts and now - self._recent_restarts[0] > RESTART_WINDOW_SECONDS:
             self._recent_restarts.popleft()
         limit = self.config.max_game_restarts
