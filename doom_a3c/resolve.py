@@ -111,6 +111,9 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         check_screen_resolution(config.screen_resolution)
         buttons = _doom_buttons(cfg_path)
         actions = config.actions or preset.get("actions") or [[b] for b in buttons if not b.endswith("_DELTA")]
+        if not actions:
+            raise ConfigError(f"{cfg_path} makes no buttons available: list them in its available_buttons "
+                              f"(e.g. available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK }})")
         unknown = sorted({b for combo in actions for b in combo} - set(buttons))
         if unknown:
             raise ConfigError(f"preset for {name} uses buttons {unknown} that its cfg does not make "
