@@ -70,6 +70,9 @@ class TrainConfig:
                                           "episode (episodic count-based exploration); never in the reported score; "
                                           "0 = off")
     exploration_cell: float = _resolved(0.0, "side of those cells in map units (a corridor is about 64-128)")
+    bootstrap_timeout: bool = _resolved(False, "Doom: the scenario's episode timeout is a time limit, not a terminal "
+                                        "state: learning bootstraps from the value of the last frame (gymnasium and "
+                                        "Atari time limits always do); false treats it as terminal")
     # --- workers ---
     workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
     envs_per_worker: int = _flag(4, "environments each worker steps with one batched forward pass")

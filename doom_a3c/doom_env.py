@@ -98,6 +98,7 @@ class DoomEnvironment:
             for variable in self._position:
                 self._game.add_available_game_variable(variable)
         self._visited: set[tuple[int, int]] = set()
+        self._bootstrap_timeout = config.bootstrap_timeout
         leash_engine(self._game, vzd)
         try:
             self._game.init()
@@ -119,6 +120,7 @@ class DoomEnvironment:
         self._record = observation_dtype(self.observation_shape, len(self._variable_names)) \
             if self._variable_names else None
         self._last_screen: np.ndarray | None = None
+        self._last_observation: np.ndarray | None = None
 
     def _variables(self, variables: list) -> np.ndarray:
         return np.array([self._game.get_game_variable(v) for v in variables])
@@ -139,10 +141,12 @@ class DoomEnvironment:
         self._last_screen = self._game.get_state().screen_buffer
         frame = preprocess_frame(self._last_screen, self._crop, self.observation_shape[0])
         if self._record is None:
+            self._last_observation = frame
             return frame
         observation = np.zeros((), self._record)
         observation["frame"] = frame
         observation["variables"] = self._variables(self._variable_names) * self._variable_scales
+        self._last_observation = observation
         return observation
 
     def _final_observation(self) -> np.ndarray:
@@ -180,6 +184,10 @@ class DoomEnvironment:
             self._frags = frags
         shaping = self._shaping()
         if self._game.is_episode_finished():  # Doom has no lives: the learning terminal is the real end
+            if self._bootstrap_timeout and self._game.is_episode_timeout_reached() and not self._game.is_player_dead():
+                # The engine shows no frame once the episode is over: the last one stands for the state the
+                # timeout cut short, and learning bootstraps from its value.
+                return Step(self._last_observation, float(reward), False, True, shaping, truncated=True)
             return Step(self._final_observation(), float(reward), True, True, shaping)
         if self._game.is_player_dead():  # deathmatch maps: the episode goes on after a death
             self._game.respawn_player()

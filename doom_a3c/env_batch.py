@@ -11,6 +11,9 @@ A game that dies or raises while it steps is closed and replaced by a fresh one 
 the same slot, so that a killed or crashed engine costs one episode, not the run: the step reports it in
 `crashes`, with reward 0 and done (its unfinished episode is dropped). Without `remake` the error reaches
 the caller.
+
+A game ended by a time limit (`truncated`) is reset like any other; its last observation, which learning
+bootstraps from, comes in `final_observations`.
 """
 from __future__ import annotations
 
@@ -47,6 +50,19 @@ class BatchStep(NamedTuple):
     game_overs: np.ndarray  # [E] bool, the game really ended (and was reset); an Atari life loss is a done only
     shaping: np.ndarray  # [E] float32, the learning-only bonus of reward shaping (0 without it)
     crashes: np.ndarray  # [E] object: "" or why the game was closed and restarted at this step (reward 0, done)
+    truncated: np.ndarray  # [E] bool, a time limit ended the game (game over, not done)
+    final_observations: np.ndarray | None  # [E, *obs], meaningful where truncated; None when no game was
+
+
+def concatenate_steps(parts: Sequence[BatchStep]) -> BatchStep:
+    """The steps of consecutive slices of one batch as one step."""
+    arrays = {name: np.concatenate([getattr(part, name) for part in parts])
+              for name in BatchStep._fields if name != "final_observations"}
+    finals = None
+    if arrays["truncated"].any():
+        finals = np.concatenate([part.observations if part.final_observations is None else part.final_observations
+                                 for part in parts])
+    return BatchStep(**arrays, final_observations=finals)
 
 
 RESTART_SEED_STRIDE = 1_000_000  # a restarted game's seed: its slot's seed + this x the slot's restarts so far
@@ -99,6 +115,8 @@ class EnvBatch:
         self._dones = np.zeros(len(self.envs), bool)
         self._game_overs = np.zeros(len(self.envs), bool)
         self._crashes = np.full(len(self.envs), "", object)
+        self._truncated = np.zeros(len(self.envs), bool)
+        self._finals: np.ndarray | None = None
         self._remake = remake
         self._restarts = [0] * len(self.envs)
 
@@ -107,6 +125,7 @@ class EnvBatch:
 
     def reset(self) -> np.ndarray:
         self._observations = np.stack([env.reset() for env in self.envs])
+        self._finals = np.zeros_like(self._observations)
         return self._observations.copy()
 
     def _step_slice(self, part: slice, actions: np.ndarray) -> None:
@@ -120,7 +139,9 @@ class EnvBatch:
                 self._restart(i, error)
                 continue
             self._rewards[i], self._dones[i], self._game_overs[i] = result.reward, result.done, result.game_over
-            self._shaping[i], self._crashes[i] = result.shaping, ""
+            self._shaping[i], self._crashes[i], self._truncated[i] = result.shaping, "", result.truncated
+            if result.truncated:
+                self._finals[i] = result.observation
             self._observations[i] = observation
 
     def _restart(self, i: int, error: Exception) -> None:
@@ -134,7 +155,7 @@ class EnvBatch:
         self.envs[i] = self._remake(i, self._restarts[i])  # a game that cannot even start is the caller's error
         self._observations[i] = self.envs[i].reset()
         self._rewards[i] = self._shaping[i] = 0.0
-        self._dones[i], self._game_overs[i] = True, False
+        self._dones[i], self._game_overs[i], self._truncated[i] = True, False, False
         self._crashes[i] = one_line_error(error)
 
     def step(self, actions: np.ndarray) -> BatchStep:
@@ -148,8 +169,9 @@ class EnvBatch:
             self._step_slice(self._slices[0], actions)
             for future in futures:
                 future.result()  # re-raises a game's error in the worker thread
+        finals = self._finals.copy() if self._truncated.any() else None
         return BatchStep(self._observations.copy(), self._rewards.copy(), self._dones.copy(), self._game_overs.copy(),
-                         self._shaping.copy(), self._crashes.copy())
+                         self._shaping.copy(), self._crashes.copy(), self._truncated.copy(), finals)
 
     def screen(self, index: int = 0) -> np.ndarray:
         return self.envs[index].screen()
@@ -267,8 +289,7 @@ class ProcessEnvBatch:
 
     def step(self, actions: np.ndarray) -> BatchStep:
         actions = np.asarray(actions)
-        parts = self._all("step", [(actions[part],) for part in self._slices])
-        return BatchStep(*(np.concatenate(field) for field in zip(*parts)))
+        return concatenate_steps(self._all("step", [(actions[part],) for part in self._slices]))
 
     def screen(self, index: int = 0) -> np.ndarray:
         child = next(i for i, part in enumerate(self._slices) if part.start <= index < part.stop)

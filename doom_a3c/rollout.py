@@ -19,11 +19,12 @@ class Rollout(NamedTuple):
     observations: np.ndarray  # [T, B, *obs]
     actions: np.ndarray  # [T, B] int32
     rewards: np.ndarray  # [T, B] float32, game reward + shaping, scaled for learning (learning_targets clips)
-    dones: np.ndarray  # [T, B] float32, 1 where the episode ended at this step
+    dones: np.ndarray  # [T, B] float32, 1 where the episode ended at this step (a terminal or a time limit)
     starts: np.ndarray  # [T, B] float32, 1 where the episode began at this step (LSTM reset)
     values: np.ndarray  # [T, B] float32, V(s_t) from acting
     initial_state: LSTMState  # [B, L] each, before step 0
     bootstrap_values: np.ndarray  # [B], V(s_T)
+    end_values: np.ndarray  # [T, B] float32, where dones: V(final observation) after a time limit, 0 after a terminal
 
 
 def concatenate_rollouts(rollouts: list[Rollout]) -> Rollout:
@@ -31,7 +32,7 @@ def concatenate_rollouts(rollouts: list[Rollout]) -> Rollout:
     if len(rollouts) == 1:
         return rollouts[0]
     per_step = {name: np.concatenate([getattr(r, name) for r in rollouts], axis=1)
-                for name in ("observations", "actions", "rewards", "dones", "starts", "values")}
+                for name in ("observations", "actions", "rewards", "dones", "starts", "values", "end_values")}
     state = LSTMState(np.concatenate([r.initial_state.h for r in rollouts]),
                       np.concatenate([r.initial_state.c for r in rollouts]))
     return Rollout(**per_step, initial_state=state,
@@ -100,6 +101,7 @@ class GameRunner:
         dones = np.empty((steps, batch), np.float32)
         starts = np.empty((steps, batch), np.float32)
         values = np.empty((steps, batch), np.float32)
+        end_values = np.zeros((steps, batch), np.float32)
         initial_state = self.policy.start_state()
         for t in range(steps):
             logits, step_values = self.policy.act(self._observations, self._starts)
@@ -107,7 +109,12 @@ class GameRunner:
             observations[t], actions[t], starts[t], values[t] = self._observations, chosen, self._starts, step_values
             result = self.games.step(chosen)
             # Learning sees the shaped reward; the episode reports keep the game's own score.
-            rewards[t], dones[t] = (result.rewards + result.shaping) * self.reward_scale, result.dones
+            rewards[t], dones[t] = (result.rewards + result.shaping) * self.reward_scale, result.dones | result.truncated
+            if result.final_observations is not None:
+                # A time limit is no terminal: bootstrap from the last observation's value, taken with the LSTM
+                # state that would have seen it next (no reset), before the new game's reset.
+                final_values = self.policy.value(result.final_observations, np.zeros(batch, np.float32))
+                end_values[t] = np.where(result.truncated, final_values, 0.0)
             self._track_episodes(result.rewards, values[t], result.game_overs)  # true scores: whole games
             self._drop_crashed(result.crashes)
             if self._frames is not None and not (result.game_overs[0] or result.crashes[0]):
@@ -116,7 +123,7 @@ class GameRunner:
             self._starts = dones[t].copy()
         self.run.counters.add_steps(steps * batch)
         bootstrap = self.policy.value(self._observations, self._starts)
-        return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap)
+        return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap, end_values)
 
     def _track_episodes(self, rewards: np.ndarray, values: np.ndarray, game_overs: np.ndarray) -> None:
         self._episode_reward += rewards
