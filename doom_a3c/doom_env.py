@@ -50,8 +50,11 @@ def leash_engine(game, vizdoom_module) -> None:
             print(f"warning: setpriv (util-linux) or an executable {ENGINE_LEASH.name} is missing: ViZDoom engines "
                   f"may outlive a killed trainer", file=sys.stderr, flush=True)
         return
-    os.environ["DOOM_A3C_VIZDOOM"] = os.path.join(os.path.dirname(vizdoom_module.__file__), "vizdoom")
-    os.environ["DOOM_A3C_ENGINE_PARENT"] = str(os.getpid())  # this process's: a forked game process sets its own
+    leash = {"DOOM_A3C_VIZDOOM": os.path.join(os.path.dirname(vizdoom_module.__file__), "vizdoom"),
+             "DOOM_A3C_ENGINE_PARENT": str(os.getpid())}  # this process's: a game process or Ray worker sets its own
+    for name, value in leash.items():
+        if os.environ.get(name) != value:  # set once per process, not by every thread that restarts a game
+            os.environ[name] = value
     game.set_vizdoom_path(str(ENGINE_LEASH))
 
 
