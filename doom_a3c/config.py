@@ -71,6 +71,9 @@ class TrainConfig:
                                           "episode (episodic count-based exploration); never in the reported score; "
                                           "0 = off")
     exploration_cell: float = _resolved(0.0, "side of those cells in map units (a corridor is about 64-128)")
+    bootstrap_timeout: bool = _resolved(False, "Doom: the scenario's episode timeout is a time limit, not a terminal "
+                                        "state: learning bootstraps from the value of the last frame (gymnasium and "
+                                        "Atari time limits always do); false treats it as terminal")
     # --- workers ---
     workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
     envs_per_worker: int = _flag(4, "environments each worker steps with one batched forward pass")
@@ -78,6 +81,10 @@ class TrainConfig:
     env_processes: int = _flag(0, "0: each worker's games run in this process (stepped by --env-threads threads); P > 0: "
                                "they run in P child processes per worker, outside this process's GIL (ale-py holds "
                                "the GIL while it emulates). Threaded trainers only: Ray workers are processes already")
+    max_game_restarts: int = _flag(5, "a game that dies or raises is closed and restarted with a fresh seed, its "
+                                   "unfinished episode dropped; more than this many restarts within a minute (all "
+                                   "workers together) stop the run with an error and a final checkpoint (0: the "
+                                   "first game error stops the run)")
     seed: int = _flag(0, "base random seed; worker i uses seed + i")
     trainer: str = _flag("a3c", "'a3c': each worker acts with its own local copy and applies its own gradients; "
                          "'ga3c' (seed 003): --workers runner threads send observations to one predictor that acts "
@@ -156,7 +163,8 @@ class TrainConfig:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"--{flag_name(name)} must be > 0, got {getattr(self, name)}")
         non_negative = ["max_steps", "max_minutes", "gif_every", "save_every_episodes", "env_processes",
-                        "value_coef", "policy_coef", "entropy_coef", "keep_checkpoints", "epsilon_decay_steps"]
+                        "value_coef", "policy_coef", "entropy_coef", "keep_checkpoints", "epsilon_decay_steps",
+                        "max_game_restarts"]
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ConfigError(f"--{flag_name(name)} must be >= 0, got {getattr(self, name)}")

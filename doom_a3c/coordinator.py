@@ -1,5 +1,6 @@
-"""The loop that owns everything but learning, for every mode: counting, logging, GIFs, checkpoints, stop
-conditions and signals. How the workers run (threads here, Ray actors elsewhere) is the backend's business."""
+"""The loop that owns everything but learning, for every mode: counting, logging, GIFs, checkpoints, restarted
+games, stop conditions and signals. How the workers run (threads here, Ray actors elsewhere) is the backend's
+business."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,7 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from typing import Protocol
 
 from doom_a3c.checkpoint import LAST
@@ -18,6 +20,11 @@ from doom_a3c.summaries import RunLog
 
 POLL_SECONDS = 0.2
 PLOT_EVERY_SECONDS = 30.0
+RESTART_WINDOW_SECONDS = 60.0  # --max-game-restarts counts the restarts within this long
+
+
+class TooManyRestarts(RuntimeError):
+    """Games keep failing: a broken install or scenario, not a stray crash. The run stops."""
 
 
 class Backend(Protocol):
@@ -50,6 +57,8 @@ class Coordinator:
         self.wall_offset = wall_offset
         self.start_time = time.time()
         self.stop_reason = ""
+        self.game_restarts = 0
+        self._recent_restarts: deque[float] = deque()  # when, within the last RESTART_WINDOW_SECONDS
         self.log = RunLog(config.model_dir, config, resumed_episodes=episodes if resumed else None)
 
     def wall_seconds(self) -> float:
@@ -71,6 +80,7 @@ class Coordinator:
             while not self.backend.wait(POLL_SECONDS):
                 now = time.time()
                 self._log_episodes()
+                self._log_restarts(now)
                 if now - last_log >= cfg.log_every_seconds:
                     self._report((counters.env_steps - last_log_steps) / (now - last_log))
                     last_log, last_log_steps = now, counters.env_steps
@@ -87,14 +97,15 @@ class Coordinator:
             self.run.stop.set()
             self.backend.stop()
             self._log_episodes()
+            self._log_restarts(time.time())
             self.save()
             self.log.plot_curve()
             self.log.close()
             self.backend.close()
         if self.run.errors:
             error = self.run.errors[0]
-            print(f"error: worker failed: {type(error).__name__}: {error} (final checkpoint saved in "
-                  f"{cfg.model_dir}/{LAST})", file=sys.stderr)
+            what = str(error) if isinstance(error, TooManyRestarts) else f"worker failed: {type(error).__name__}: {error}"
+            print(f"error: {what} (final checkpoint saved in {cfg.model_dir}/{LAST})", file=sys.stderr)
             return 1
         print(f"stopped: {self.stop_reason or 'done'}; {counters.env_steps} steps, {self.episodes} episodes, "
               f"mean-100 reward {self.log.mean_reward():.1f}; checkpoint {cfg.model_dir}/{LAST}", flush=True)
@@ -131,6 +142,24 @@ class Coordinator:
                 write_gif(path, result.frames, self.backend.spec.seconds_per_step)
         self.log.summarise_episodes(steps)
 
+    def _log_restarts(self, now: float) -> None:
+        """One warning line per restarted game; more than --max-game-restarts within a minute stop the run."""
+        restarts = self.run.game_restarts()
+        for restart in restarts:
+            self.game_restarts += 1
+            self._recent_restarts.append(now)
+            print(f"warning: game {restart.game} of worker {restart.worker} failed ({restart.reason}); closed and "
+                  f"restarted with a fresh seed, its unfinished episode dropped", file=sys.stderr, flush=True)
+        if restarts:  # counted at once: a restart in the run's last seconds must show too
+            self.log.scalars(self.run.counters.env_steps, {"Perf/Game Restarts": self.game_restarts})
+        while self._recent_restarts and now - self._recent_restarts[0] > RESTART_WINDOW_SECONDS:
+            self._recent_restarts.popleft()
+        limit = self.config.max_game_restarts
+        if restarts and len(self._recent_restarts) > limit:
+            self.run.fail(TooManyRestarts(
+                f"{len(self._recent_restarts)} games restarted within {RESTART_WINDOW_SECONDS:g} s, more than "
+                f"--max-game-restarts {limit}; the last failed with {restarts[-1].reason}"))
+
     def _report(self, steps_per_second: float) -> None:
         metrics = list(self.run.latest_metrics.values())
         values = {"Perf/Steps per second": steps_per_second}
@@ -143,6 +172,7 @@ class Coordinator:
         if lags:  # GA3C only: A3C's local copies train on their own fresh weights
             values["Perf/Policy Lag"] = sum(lags) / len(lags)
         values["Losses/Skipped non-finite updates"] = self.run.counters.skipped_updates
+        values["Perf/Game Restarts"] = self.game_restarts
         values["Perf/Learning Rate"] = self.backend.learning_rate()
         steps = self.run.counters.env_steps
         self.log.scalars(steps, values)

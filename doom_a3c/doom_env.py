@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -9,6 +12,8 @@ from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.environment import Step, observation_dtype, preprocess_frame
 
 DOOM_TICS_PER_SECOND = 35
+ENGINE_LEASH = Path(__file__).with_name("engine_leash.sh")
+_leash_warned = False
 
 
 def button_names(game) -> list[str]:
@@ -32,6 +37,25 @@ def locate_cfg(path: str) -> str:
     if os.path.exists(shipped):
         return shipped
     raise ConfigError(f"scenario config {path} does not exist")
+
+
+def leash_engine(game, vizdoom_module) -> None:
+    """Have `game` start its engine through engine_leash.sh, which arms the kernel's parent-death signal
+    (SIGKILL) before becoming the engine: the engine then ends with this process however it ends. Without
+    setpriv (util-linux) or an executable leash the engine starts as before, with one warning per process."""
+    global _leash_warned
+    if shutil.which("setpriv") is None or not os.access(ENGINE_LEASH, os.X_OK):
+        if not _leash_warned:
+            _leash_warned = True
+            print(f"warning: setpriv (util-linux) or an executable {ENGINE_LEASH.name} is missing: ViZDoom engines "
+                  f"may outlive a killed trainer", file=sys.stderr, flush=True)
+        return
+    leash = {"DOOM_A3C_VIZDOOM": os.path.join(os.path.dirname(vizdoom_module.__file__), "vizdoom"),
+             "DOOM_A3C_ENGINE_PARENT": str(os.getpid())}  # this process's: a game process or Ray worker sets its own
+    for name, value in leash.items():
+        if os.environ.get(name) != value:  # set once per process, not by every thread that restarts a game
+            os.environ[name] = value
+    game.set_vizdoom_path(str(ENGINE_LEASH))
 
 
 class DoomEnvironment:
@@ -77,6 +101,8 @@ class DoomEnvironment:
             for variable in self._position:
                 self._game.add_available_game_variable(variable)
         self._visited: set[tuple[int, int]] = set()
+        self._bootstrap_timeout = config.bootstrap_timeout
+        leash_engine(self._game, vzd)
         try:
             self._game.init()
         except Exception as error:
@@ -98,6 +124,7 @@ class DoomEnvironment:
         self._record = observation_dtype(self.observation_shape, len(self._variable_names)) \
             if self._variable_names else None
         self._last_screen: np.ndarray | None = None
+        self._last_observation: np.ndarray | None = None
 
     def _variables(self, variables: list) -> np.ndarray:
         return np.array([self._game.get_game_variable(v) for v in variables])
@@ -118,10 +145,12 @@ class DoomEnvironment:
         self._last_screen = self._game.get_state().screen_buffer
         frame = preprocess_frame(self._last_screen, self._crop, self.observation_shape[0], self._color)
         if self._record is None:
+            self._last_observation = frame
             return frame
         observation = np.zeros((), self._record)
         observation["frame"] = frame
         observation["variables"] = self._variables(self._variable_names) * self._variable_scales
+        self._last_observation = observation
         return observation
 
     def _final_observation(self) -> np.ndarray:
@@ -159,6 +188,10 @@ class DoomEnvironment:
             self._frags = frags
         shaping = self._shaping()
         if self._game.is_episode_finished():  # Doom has no lives: the learning terminal is the real end
+            if self._bootstrap_timeout and self._game.is_episode_timeout_reached() and not self._game.is_player_dead():
+                # The engine shows no frame once the episode is over: the last one stands for the state the
+                # timeout cut short, and learning bootstraps from its value.
+                return Step(self._last_observation, float(reward), False, True, shaping, truncated=True)
             return Step(self._final_observation(), float(reward), True, True, shaping)
         if self._game.is_player_dead():  # deathmatch maps: the episode goes on after a death
             self._game.respawn_player()

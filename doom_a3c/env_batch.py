@@ -6,6 +6,14 @@ games stepped from two threads run side by side (measured on 2 cores: 2.1k steps
 6.3k/s from two). The batch splits its games into `threads` contiguous slices and steps the slices
 concurrently; with one thread it is a plain loop with no thread hand-off at all. `ProcessEnvBatch` steps
 them in child processes instead (--env-processes), for games that hold the GIL while they run (Atari).
+
+A game that dies or raises while it steps is closed and replaced by a fresh one (`remake`, a new seed) in
+the same slot, so that a killed or crashed engine costs one episode, not the run: the step reports it in
+`crashes`, with reward 0 and done (its unfinished episode is dropped). Without `remake` the error reaches
+the caller.
+
+A game ended by a time limit (`truncated`) is reset like any other; its last observation, which learning
+bootstraps from, comes in `final_observations`.
 """
 from __future__ import annotations
 
@@ -41,6 +49,29 @@ class BatchStep(NamedTuple):
     dones: np.ndarray  # [E] bool, the episode ended at this step
     game_overs: np.ndarray  # [E] bool, the game really ended (and was reset); an Atari life loss is a done only
     shaping: np.ndarray  # [E] float32, the learning-only bonus of reward shaping (0 without it)
+    crashes: np.ndarray  # [E] object: "" or why the game was closed and restarted at this step (reward 0, done)
+    truncated: np.ndarray  # [E] bool, a time limit ended the game (game over, not done)
+    final_observations: np.ndarray | None  # [E, *obs], meaningful where truncated; None when no game was
+
+
+def concatenate_steps(parts: Sequence[BatchStep]) -> BatchStep:
+    """The steps of consecutive slices of one batch as one step."""
+    arrays = {name: np.concatenate([getattr(part, name) for part in parts])
+              for name in BatchStep._fields if name != "final_observations"}
+    finals = None
+    if arrays["truncated"].any():
+        finals = np.concatenate([part.observations if part.final_observations is None else part.final_observations
+                                 for part in parts])
+    return BatchStep(**arrays, final_observations=finals)
+
+
+RESTART_SEED_STRIDE = 1_000_000  # a restarted game's seed: its slot's seed + this x the slot's restarts so far
+Remake = Callable[[int, int], Environment]  # (game index in the batch, restarts of that slot so far) -> a new game
+
+
+def one_line_error(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def contiguous_slices(count: int, parts: int) -> list[slice]:
@@ -68,9 +99,10 @@ class GameBatch(Protocol):
 
 
 class EnvBatch:
-    """Games in this process, stepped by `threads` threads (contiguous slices)."""
+    """Games in this process, stepped by `threads` threads (contiguous slices); a game that fails while it steps
+    is replaced by `remake` (None: the error reaches the caller)."""
 
-    def __init__(self, envs: Sequence[Environment], threads: int = 1):
+    def __init__(self, envs: Sequence[Environment], threads: int = 1, remake: Remake | None = None):
         if not envs:
             raise ValueError("an EnvBatch needs at least one environment")
         self.envs = list(envs)
@@ -82,20 +114,49 @@ class EnvBatch:
         self._shaping = np.zeros(len(self.envs), np.float32)
         self._dones = np.zeros(len(self.envs), bool)
         self._game_overs = np.zeros(len(self.envs), bool)
+        self._crashes = np.full(len(self.envs), "", object)
+        self._truncated = np.zeros(len(self.envs), bool)
+        self._finals: np.ndarray | None = None
+        self._remake = remake
+        self._restarts = [0] * len(self.envs)
 
     def __len__(self) -> int:
         return len(self.envs)
 
     def reset(self) -> np.ndarray:
         self._observations = np.stack([env.reset() for env in self.envs])
+        self._finals = np.zeros_like(self._observations)
         return self._observations.copy()
 
     def _step_slice(self, part: slice, actions: np.ndarray) -> None:
         for i in range(part.start, part.stop):
-            result = self.envs[i].step(int(actions[i]))
+            try:
+                result = self.envs[i].step(int(actions[i]))
+                observation = self.envs[i].reset() if result.game_over else result.observation
+            except Exception as error:  # noqa: BLE001 - any game's failure: a killed engine, an emulator's error
+                if self._remake is None:
+                    raise
+                self._restart(i, error)
+                continue
             self._rewards[i], self._dones[i], self._game_overs[i] = result.reward, result.done, result.game_over
-            self._shaping[i] = result.shaping
-            self._observations[i] = self.envs[i].reset() if result.game_over else result.observation
+            self._shaping[i], self._crashes[i], self._truncated[i] = result.shaping, "", result.truncated
+            if result.truncated:
+                self._finals[i] = result.observation
+            self._observations[i] = observation
+
+    def _restart(self, i: int, error: Exception) -> None:
+        """Close game i (a dead engine may fail to) and start a fresh one in its place, with a new seed. The
+        step ends its episode as a terminal with reward 0; the new game's first observation follows."""
+        try:
+            self.envs[i].close()
+        except Exception:  # noqa: BLE001 - it is being replaced either way
+            pass
+        self._restarts[i] += 1
+        self.envs[i] = self._remake(i, self._restarts[i])  # a game that cannot even start is the caller's error
+        self._observations[i] = self.envs[i].reset()
+        self._rewards[i] = self._shaping[i] = 0.0
+        self._dones[i], self._game_overs[i], self._truncated[i] = True, False, False
+        self._crashes[i] = one_line_error(error)
 
     def step(self, actions: np.ndarray) -> BatchStep:
         """actions [E] int -> the batch's next observations, rewards and episode ends."""
@@ -108,8 +169,9 @@ class EnvBatch:
             self._step_slice(self._slices[0], actions)
             for future in futures:
                 future.result()  # re-raises a game's error in the worker thread
+        finals = self._finals.copy() if self._truncated.any() else None
         return BatchStep(self._observations.copy(), self._rewards.copy(), self._dones.copy(), self._game_overs.copy(),
-                         self._shaping.copy())
+                         self._shaping.copy(), self._crashes.copy(), self._truncated.copy(), finals)
 
     def screen(self, index: int = 0) -> np.ndarray:
         return self.envs[index].screen()
@@ -123,7 +185,7 @@ class EnvBatch:
 
 # ---- games in child processes (--env-processes) ---------------------------------------------------
 
-def _serve_games(connection, factories: Sequence[Callable[[], Environment]]) -> None:
+def _serve_games(connection, factories: Sequence[Callable[[], Environment]], remake: Remake | None) -> None:
     """Child process body: build this slice's games, then step them on request until told to close."""
     # The trainer handles Ctrl-C and SIGTERM (it saves, then closes us); a signal here would lose the game.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -132,7 +194,7 @@ def _serve_games(connection, factories: Sequence[Callable[[], Environment]]) -> 
     trainer = os.getppid()
     batch = None
     try:
-        batch = EnvBatch([make() for make in factories], threads=1)
+        batch = EnvBatch([make() for make in factories], threads=1, remake=remake)
         connection.send(("ok", batch.spec))
         while True:
             if not connection.poll(1.0):
@@ -154,6 +216,10 @@ def _serve_games(connection, factories: Sequence[Callable[[], Environment]]) -> 
         connection.close()
 
 
+def _shifted_remake(remake: Remake, offset: int, index: int, restarts: int) -> Environment:
+    return remake(offset + index, restarts)
+
+
 class ProcessEnvBatch:
     """EnvBatch's interface, with the games built and stepped in `processes` child processes (contiguous
     slices), so that their emulation runs outside the trainer's GIL. ale-py holds the GIL while it emulates,
@@ -164,7 +230,8 @@ class ProcessEnvBatch:
     its threads; they build their games from `factories` themselves.
     """
 
-    def __init__(self, factories: Sequence[Callable[[], Environment]], processes: int = 1):
+    def __init__(self, factories: Sequence[Callable[[], Environment]], processes: int = 1,
+                 remake: Remake | None = None):
         if not factories:
             raise ValueError("an EnvBatch needs at least one environment")
         self._slices = contiguous_slices(len(factories), processes)
@@ -175,8 +242,10 @@ class ProcessEnvBatch:
         atexit.register(self.close)
         for part in self._slices:
             parent_end, child_end = context.Pipe()
-            process = context.Process(target=_serve_games, args=(child_end, list(factories[part])), daemon=True,
-                                      name=f"games-{part.start}-{part.stop}")
+            # A child numbers its games from 0: its remake gets the batch's index back.
+            child_remake = None if remake is None else functools.partial(_shifted_remake, remake, part.start)
+            process = context.Process(target=_serve_games, args=(child_end, list(factories[part]), child_remake),
+                                      daemon=True, name=f"games-{part.start}-{part.stop}")
             process.start()
             child_end.close()
             self._connections.append(parent_end)
@@ -220,8 +289,7 @@ class ProcessEnvBatch:
 
     def step(self, actions: np.ndarray) -> BatchStep:
         actions = np.asarray(actions)
-        parts = self._all("step", [(actions[part],) for part in self._slices])
-        return BatchStep(*(np.concatenate(field) for field in zip(*parts)))
+        return concatenate_steps(self._all("step", [(actions[part],) for part in self._slices]))
 
     def screen(self, index: int = 0) -> np.ndarray:
         child = next(i for i, part in enumerate(self._slices) if part.start <= index < part.stop)
@@ -244,12 +312,17 @@ class ProcessEnvBatch:
             connection.close()
 
 
+def _remade(config: TrainConfig, seeds: Sequence[int], index: int, restarts: int) -> Environment:
+    return make_environment(config, seed=seeds[index] + RESTART_SEED_STRIDE * restarts)
+
+
 def make_env_batch(config: TrainConfig, seeds: Sequence[int]) -> GameBatch:
     """One worker's games: built and stepped here by --env-threads threads, or with --env-processes P built
-    and stepped in P child processes."""
+    and stepped in P child processes. A game that fails is restarted unless --max-game-restarts is 0."""
+    remake = functools.partial(_remade, config, list(seeds)) if config.max_game_restarts > 0 else None
     if config.env_processes > 0:
         return ProcessEnvBatch([functools.partial(make_environment, config, seed=seed) for seed in seeds],
-                               config.env_processes)
+                               config.env_processes, remake)
     envs = []
     try:
         for seed in seeds:
@@ -258,4 +331,4 @@ def make_env_batch(config: TrainConfig, seeds: Sequence[int]) -> GameBatch:
         for env in envs:  # the games already started must not outlive a failed build
             env.close()
         raise
-    return EnvBatch(envs, threads=config.env_threads)
+    return EnvBatch(envs, threads=config.env_threads, remake=remake)

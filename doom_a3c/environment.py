@@ -20,11 +20,14 @@ import numpy as np
 
 
 class Step(NamedTuple):
-    observation: np.ndarray  # [*observation_shape]; meaningless once game_over (the caller resets)
+    observation: np.ndarray  # [*observation_shape]; once game_over only meaningful if truncated (the caller resets)
     reward: float  # the game's own reward for this step: unclipped, unscaled
     done: bool  # the learning terminal: do not bootstrap past it (an Atari life loss too)
-    game_over: bool  # the real end of the game (also a time limit): only now does the caller reset()
+    game_over: bool  # the real end of the game (a terminal or a time limit): only now does the caller reset()
     shaping: float = 0.0  # learning-only bonus from the preset's reward shaping; never reported as score
+    # A time limit ended the game (game_over, not done): no terminal state, so learning bootstraps from the value
+    # of `observation`, the last one, while the LSTM state still resets for the next game.
+    truncated: bool = False
 
 
 class EnvSpec(NamedTuple):

@@ -134,8 +134,9 @@ class AtariEnvironment:
       serve. This happens whether or not lives are terminal. The (almost always zero) rewards of those
       presses are added to the next step's reward, so the rewards summed over a game equal its score.
     * A lost life gives done=True, game_over=False when `life_loss_terminal` (learning treats it as the
-      end of an episode, the game goes on without reset); the real end of the game, or the ALE's frame
-      limit (108,000 frames), gives done=game_over=True.
+      end of an episode, the game goes on without reset); the real end of the game gives
+      done=game_over=True, the ALE's frame limit (108,000 frames) game_over and truncated (no terminal:
+      learning bootstraps from the last frame's value).
     """
 
     kind = "image"
@@ -204,7 +205,7 @@ class AtariEnvironment:
         reward = float(step_reward) + self._carried_reward
         self._carried_reward = 0.0
         if terminated or truncated:
-            return Step(observation, reward, True, True)
+            return Step(observation, reward, bool(terminated), True, truncated=not terminated)
         lives = self._ale.lives()
         life_lost = lives < self._lives
         self._lives = lives
@@ -227,7 +228,8 @@ class AtariEnvironment:
 class VectorEnvironment:
     """A gymnasium env with a 1-D Box observation (as float32) and a Discrete action space, e.g. CartPole-v1.
 
-    The env's own time limit (CartPole-v1: 500 steps) ends the game: done=game_over=True.
+    The env's own time limit (CartPole-v1: 500 steps) ends the game without a terminal state: game_over and
+    truncated, and learning bootstraps from the last observation's value.
     """
 
     kind = "vector"
@@ -266,8 +268,8 @@ class VectorEnvironment:
 
     def step(self, action: int) -> Step:
         observation, reward, terminated, truncated, _ = self._env.step(self._first_action + int(action))
-        game_over = bool(terminated or truncated)
-        return Step(np.asarray(observation, dtype=np.float32), float(reward), game_over, game_over)
+        return Step(np.asarray(observation, dtype=np.float32), float(reward), bool(terminated),
+                    bool(terminated or truncated), truncated=bool(truncated and not terminated))
 
     def screen(self) -> np.ndarray:
         """The env's rendering of its current state at half size ((200, 300, 3) for CartPole), uint8, for GIFs:

@@ -48,12 +48,13 @@ def learning_targets(config: TrainConfig, rollout: Rollout) -> tuple[np.ndarray,
     if config.advantage == "nstep":
         # The n-step target is both the critic's target and, minus V(s_t), the actor's advantage.
         returns = n_step_targets(rewards, rollout.values, rollout.dones, rollout.bootstrap_values, config.gamma,
-                                 config.n_step, config.n_step_variant)
+                                 config.n_step, config.n_step_variant, rollout.end_values)
         advantages = returns - rollout.values
     else:
-        returns = discounted_returns(rewards, rollout.dones, rollout.bootstrap_values, config.gamma)
-        advantages = generalized_advantages(rewards, rollout.values, rollout.dones,
-                                            rollout.bootstrap_values, config.gamma, config.gae_lambda)
+        returns = discounted_returns(rewards, rollout.dones, rollout.bootstrap_values, config.gamma,
+                                     rollout.end_values)
+        advantages = generalized_advantages(rewards, rollout.values, rollout.dones, rollout.bootstrap_values,
+                                            config.gamma, config.gae_lambda, rollout.end_values)
     if config.normalize_advantages:
         advantages = standardized(advantages)
     return returns, advantages

@@ -42,7 +42,7 @@ from doom_a3c.learning import all_finite
 from doom_a3c.local_copy import LocalCopy
 from doom_a3c.ray_session import RaySession, one_line
 from doom_a3c.rollout import GameRunner, Rollout
-from doom_a3c.run_state import EpisodeResult, RunState, TrainMetrics
+from doom_a3c.run_state import EpisodeResult, GameRestart, RunState, TrainMetrics
 
 SEED_STRIDE = 100_000  # a replacement worker's games and sampling get seeds this far from its predecessor's
 START_TIMEOUT_S = 300.0  # for the actors to start (a cluster without free CPUs would otherwise wait forever)
@@ -73,6 +73,7 @@ class StepReport(NamedTuple):
     learning_rate: float
     pid: int  # the worker's process
     node: str
+    restarts: list[GameRestart]  # games that failed and were restarted during the rollout
 
 
 class WorkerFailed(RuntimeError):
@@ -236,7 +237,7 @@ class WorkerActor:
         episodes, metrics = self.worker.play_and_learn()
         reply = self.worker.last_reply
         return StepReport(self.index, episodes, metrics, reply.env_steps, reply.updates, reply.skipped_updates,
-                          reply.learning_rate, self.info["pid"], self.info["node"])
+                          reply.learning_rate, self.info["pid"], self.info["node"], self.worker.run.game_restarts())
 
     def close(self) -> None:
         self.worker.close()
@@ -361,6 +362,8 @@ class RayBackend:
             print(f"ray: worker {index} restarted (pid {report.pid} on {report.node}) and training", flush=True)
         for episode in report.episodes:
             self.run.episodes.put(episode)
+        for restart in report.restarts:
+            self.run.restarts.put(restart)
         self.run.latest_metrics[index] = report.metrics
         self.run.counters.raise_to(report.env_steps, report.updates, report.skipped_updates)
         self.current_learning_rate = report.learning_rate

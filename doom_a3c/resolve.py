@@ -86,6 +86,13 @@ def _exploration(scenario: str, config: TrainConfig, preset: dict[str, Any]) -> 
     return {"exploration_reward": float(reward), "exploration_cell": float(cell)}
 
 
+def _preset_bool(scenario: str, preset: dict[str, Any], key: str, given: bool) -> bool:
+    value = given or preset.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"preset for {scenario}: {key} must be true or false, got {value!r}")
+    return value
+
+
 def check_screen_resolution(name: str) -> None:
     import vizdoom as vzd
 
@@ -111,6 +118,9 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         check_screen_resolution(config.screen_resolution)
         buttons = _doom_buttons(cfg_path)
         actions = config.actions or preset.get("actions") or [[b] for b in buttons if not b.endswith("_DELTA")]
+        if not actions:
+            raise ConfigError(f"{cfg_path} makes no buttons available: list them in its available_buttons "
+                              f"(e.g. available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK }})")
         unknown = sorted({b for combo in actions for b in combo} - set(buttons))
         if unknown:
             raise ConfigError(f"preset for {name} uses buttons {unknown} that its cfg does not make "
@@ -125,6 +135,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                                                    config.game_variables or preset.get("game_variables")),
                       reward_shaping=_named_values(name, "reward_shaping",
                                                    config.reward_shaping or preset.get("reward_shaping")),
+                      bootstrap_timeout=_preset_bool(name, preset, "bootstrap_timeout", config.bootstrap_timeout),
                       **_exploration(name, config, preset))
     else:
         from doom_a3c.gym_envs import gym_action_names

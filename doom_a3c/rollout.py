@@ -12,18 +12,19 @@ from doom_a3c.config import TrainConfig
 from doom_a3c.env_batch import GameBatch
 from doom_a3c.exploration import EpsilonSchedule, apply_epsilon
 from doom_a3c.network import LSTMState
-from doom_a3c.run_state import EpisodeResult, RunState
+from doom_a3c.run_state import EpisodeResult, GameRestart, RunState
 
 
 class Rollout(NamedTuple):
     observations: np.ndarray  # [T, B, *obs]
     actions: np.ndarray  # [T, B] int32
     rewards: np.ndarray  # [T, B] float32, game reward + shaping, scaled for learning (learning_targets clips)
-    dones: np.ndarray  # [T, B] float32, 1 where the episode ended at this step
+    dones: np.ndarray  # [T, B] float32, 1 where the episode ended at this step (a terminal or a time limit)
     starts: np.ndarray  # [T, B] float32, 1 where the episode began at this step (LSTM reset)
     values: np.ndarray  # [T, B] float32, V(s_t) from acting
     initial_state: LSTMState  # [B, L] each, before step 0
     bootstrap_values: np.ndarray  # [B], V(s_T)
+    end_values: np.ndarray  # [T, B] float32, where dones: V(final observation) after a time limit, 0 after a terminal
 
 
 def concatenate_rollouts(rollouts: list[Rollout]) -> Rollout:
@@ -31,7 +32,7 @@ def concatenate_rollouts(rollouts: list[Rollout]) -> Rollout:
     if len(rollouts) == 1:
         return rollouts[0]
     per_step = {name: np.concatenate([getattr(r, name) for r in rollouts], axis=1)
-                for name in ("observations", "actions", "rewards", "dones", "starts", "values")}
+                for name in ("observations", "actions", "rewards", "dones", "starts", "values", "end_values")}
     state = LSTMState(np.concatenate([r.initial_state.h for r in rollouts]),
                       np.concatenate([r.initial_state.c for r in rollouts]))
     return Rollout(**per_step, initial_state=state,
@@ -59,7 +60,8 @@ def sample_actions(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 class GameRunner:
     """Plays one batch of games with a policy and turns them into rollouts; queues finished episodes (true
-    scores) on the run state, and records game 0's episodes as GIF frames every `record_every` episodes."""
+    scores) and restarted games on the run state, and records game 0's episodes as GIF frames every
+    `record_every` episodes."""
 
     def __init__(self, index: int, config: TrainConfig, games: GameBatch, policy: Policy, run: RunState,
                  seed: int, record_every: int = 0, epsilon: EpsilonSchedule | None = None):
@@ -99,6 +101,7 @@ class GameRunner:
         dones = np.empty((steps, batch), np.float32)
         starts = np.empty((steps, batch), np.float32)
         values = np.empty((steps, batch), np.float32)
+        end_values = np.zeros((steps, batch), np.float32)
         initial_state = self.policy.start_state()
         for t in range(steps):
             logits, step_values = self.policy.act(self._observations, self._starts)
@@ -106,15 +109,21 @@ class GameRunner:
             observations[t], actions[t], starts[t], values[t] = self._observations, chosen, self._starts, step_values
             result = self.games.step(chosen)
             # Learning sees the shaped reward; the episode reports keep the game's own score.
-            rewards[t], dones[t] = (result.rewards + result.shaping) * self.reward_scale, result.dones
+            rewards[t], dones[t] = (result.rewards + result.shaping) * self.reward_scale, result.dones | result.truncated
+            if result.final_observations is not None:
+                # A time limit is no terminal: bootstrap from the last observation's value, taken with the LSTM
+                # state that would have seen it next (no reset), before the new game's reset.
+                final_values = self.policy.value(result.final_observations, np.zeros(batch, np.float32))
+                end_values[t] = np.where(result.truncated, final_values, 0.0)
             self._track_episodes(result.rewards, values[t], result.game_overs)  # true scores: whole games
-            if self._frames is not None and not result.game_overs[0]:
+            self._drop_crashed(result.crashes)
+            if self._frames is not None and not (result.game_overs[0] or result.crashes[0]):
                 self._frames.append(self.games.screen(0).copy())
             self._observations = result.observations
             self._starts = dones[t].copy()
         self.run.counters.add_steps(steps * batch)
         bootstrap = self.policy.value(self._observations, self._starts)
-        return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap)
+        return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap, end_values)
 
     def _track_episodes(self, rewards: np.ndarray, values: np.ndarray, game_overs: np.ndarray) -> None:
         self._episode_reward += rewards
@@ -130,6 +139,14 @@ class GameRunner:
                 self._recorded_episodes += 1
                 # The game has already been reset: the new episode's first screen is on display.
                 self._frames = self._maybe_start_recording()
+
+    def _drop_crashed(self, crashes: np.ndarray) -> None:
+        """A restarted game's unfinished episode is never reported: nothing counts it."""
+        for b in np.flatnonzero(crashes != ""):
+            self.run.restarts.put(GameRestart(self.index, int(b), str(crashes[b])))
+            self._episode_reward[b] = self._episode_length[b] = self._episode_value_sum[b] = 0
+            if b == 0 and self._frames is not None:
+                self._frames = [self.games.screen(0).copy()]  # the recording starts over with the new game
 
     def close(self) -> None:
         self.games.close()

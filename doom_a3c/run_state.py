@@ -1,5 +1,5 @@
 """What the threads of one process share while a run goes on: counters, the stop flag, finished episodes,
-the latest training metrics and the first error."""
+restarted games, the latest training metrics and the first error."""
 from __future__ import annotations
 
 import queue
@@ -16,6 +16,12 @@ class EpisodeResult(NamedTuple):
     length: int
     mean_value: float
     frames: list[np.ndarray] | None  # full-resolution RGB screens, when this episode was recorded
+
+
+class GameRestart(NamedTuple):
+    worker: int
+    game: int  # index in the worker's batch
+    reason: str  # the error that ended the old game, one line
 
 
 class TrainMetrics(NamedTuple):
@@ -60,6 +66,7 @@ class RunState:
     counters: Counters = field(default_factory=Counters)
     stop: threading.Event = field(default_factory=threading.Event)
     episodes: "queue.Queue[EpisodeResult]" = field(default_factory=queue.Queue)
+    restarts: "queue.Queue[GameRestart]" = field(default_factory=queue.Queue)
     latest_metrics: dict[int, TrainMetrics] = field(default_factory=dict)
     errors: list[BaseException] = field(default_factory=list)
 
@@ -71,4 +78,12 @@ class RunState:
 
     def finished_episodes(self) -> list[EpisodeResult]:
         """The episodes queued now (more may come while this runs: they wait for the next call)."""
-        return [self.episodes.get_nowait() for _ in range(self.episodes.qsize())]
+        return _drain(self.episodes)
+
+    def game_restarts(self) -> list[GameRestart]:
+        """The game restarts queued now."""
+        return _drain(self.restarts)
+
+
+def _drain(source: queue.Queue) -> list:
+    return [source.get_nowait() for _ in range(source.qsize())]

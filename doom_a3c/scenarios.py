@@ -5,6 +5,9 @@ by its ALE id (`ALE/Pong-v5`) and any other gymnasium id with vector observation
 Presets live in `scenarios/<name>.toml`: environment values (frame skip, reward scale, action set,
 crop, ...) at the top, and a `[train]` table of defaults for any training flag. They are read only
 by doom_a3c/resolve.py, when a run starts.
+
+A user's own .cfg or .wad is checked here, before anything is written or moved: the engine itself would
+load a file that is not a WAD, or a map the WAD lacks, without a word, and train on some other map.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import tomllib
 from pathlib import Path
 
 from doom_a3c.config import ConfigError
+from doom_a3c.wad import wad_maps
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 DOOM, ATARI, VECTOR = "doom", "atari", "vector"
@@ -21,7 +25,7 @@ DOOM, ATARI, VECTOR = "doom", "atari", "vector"
 # Used for a bare .wad with no .cfg beside it: the buttons most Doom scenarios need.
 _DEFAULT_WAD_CFG = """\
 doom_scenario_path = {wad}
-doom_map = map01
+doom_map = {map}
 episode_timeout = 2100
 episode_start_time = 14
 available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK MOVE_FORWARD MOVE_BACKWARD TURN_LEFT TURN_RIGHT }}
@@ -76,14 +80,53 @@ def environment_kind(value: str) -> str:
     return DOOM
 
 
+def _cfg_file(cfg: Path, value: str) -> Path | None:
+    """A file a .cfg names: relative to the .cfg's folder (as ViZDoom reads it), else to the working folder
+    or ViZDoom's scenarios; None when there is no such file."""
+    candidates = [Path(value)] if os.path.isabs(value) else [
+        cfg.parent / value, Path(value), Path(shipped_scenarios_dir()) / value]
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def check_doom_cfg(cfg_path: str) -> None:
+    """ConfigError unless the WADs a .cfg names exist and are WADs, and its scenario WAD holds its map (a
+    scenario WAD without maps, of textures or sounds, may use the IWAD's)."""
+    import vizdoom as vzd
+
+    cfg = Path(cfg_path)
+    game = vzd.DoomGame()
+    try:
+        game.load_config(str(cfg))
+    except Exception as error:  # ViZDoom raises its own exception types
+        raise ConfigError(f"cannot load scenario config {cfg}: {str(error).splitlines()[0]}") from None
+    maps = {}
+    for key, value in (("doom_scenario_path", game.get_doom_scenario_path()),
+                       ("doom_game_path", game.get_doom_game_path())):
+        if value:
+            path = _cfg_file(cfg, value)
+            if path is None:
+                raise ConfigError(f"{cfg} names {key} {value}, which does not exist")
+            maps[key] = wad_maps(str(path))
+    doom_map = (game.get_doom_map() or "map01").upper()
+    # The engine would start the IWAD's map of that name, or none, without a word: not the scenario's.
+    scenario_maps = maps.get("doom_scenario_path")
+    if scenario_maps and doom_map not in scenario_maps:
+        raise ConfigError(f"{cfg}: its map {doom_map} is not in {game.get_doom_scenario_path()}, whose maps are "
+                          f"{', '.join(scenario_maps)}; set doom_map to one of them")
+
+
 def _cfg_for_wad(wad: Path, cache_dir: str) -> str:
     beside = wad.with_suffix(".cfg")
     if beside.exists():
         return str(beside.resolve())
+    maps = wad_maps(str(wad))  # before anything is written: a file that is not a WAD stops here
+    if not maps:
+        raise ConfigError(f"{wad} holds no map (a WAD of textures or sounds needs a .cfg that names a map)")
     os.makedirs(cache_dir, exist_ok=True)
     cfg = Path(cache_dir).resolve() / f"{wad.stem}.cfg"
     # ViZDoom resolves doom_scenario_path relative to the .cfg's folder.
-    cfg.write_text(_DEFAULT_WAD_CFG.format(wad=os.path.relpath(wad.resolve(), cfg.parent)))
+    cfg.write_text(_DEFAULT_WAD_CFG.format(wad=os.path.relpath(wad.resolve(), cfg.parent),
+                                           map="MAP01" if "MAP01" in maps else maps[0]))
     return str(cfg)
 
 
@@ -98,6 +141,7 @@ def find_doom_scenario(value: str, cache_dir: str) -> tuple[str, str]:
         looks_like_path or path.name not in os.listdir(shipped_scenarios_dir()))
     if own_file:
         cfg = str(path.resolve()) if path.suffix == ".cfg" else _cfg_for_wad(path, cache_dir)
+        check_doom_cfg(cfg)
         return path.stem, cfg
     name = Path(value).name
     for suffix in (".wad", ".cfg"):

@@ -205,3 +205,24 @@ def test_shrink_gif_keeps_every_nth_frame_of_the_first_seconds_at_game_speed(tmp
     assert len(kept) == 10
     assert iio.immeta(target, index=0)["duration"] == 200
     np.testing.assert_allclose(kept[:, 0, 0, 0], 8 * np.arange(0, 20, 2), atol=4)  # palette rounding
+
+
+@pytest.mark.slow
+def test_soak_smoke_run_kills_engines_and_the_trainer_and_reports_the_costs(tmp_path):
+    """benchmarks/soak.py for 80 s with a tiny run: one engine killed at 20 s and 40 s, the trainer kill -9-ed at
+    50 s and resumed; nothing left running, no checkpoint lost, the CSV without gaps."""
+    import json
+    import subprocess
+
+    out = tmp_path / "soak"
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "soak.py"), "--minutes", "1.35",
+                           "--kill-engine-every", "20", "--kill-trainer-every", "50", "--out", str(out), "--",
+                           "--workers", "1", "--envs-per-worker", "2", "--save-every-minutes", "0.2", "--gif-every", "0"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = json.loads((out / "soak.json").read_text())
+    assert report["trainer_kills"] == 1 and report["engine_kills"] >= 2
+    assert report["game_restarts"] == report["engine_kills"]
+    assert report["engines_left_after_kill_9"] == 0 and report["processes_left_at_end"] == 0
+    assert report["checkpoints_lost"] == 0 and report["csv_gaps_or_duplicates"] == 0
+    assert report["final_exit_code"] == 0 and report["episodes"] > 0 and report["peak_memory_mib"] > 0

@@ -477,8 +477,8 @@ def test_games_in_child_processes_learn_save_and_stop_with_the_trainer(tmp_path)
 def test_kill_9_then_resume(tmp_path):
     model_dir = tmp_path / "run"
     log = open(tmp_path / "train.log", "w")
-    # Output to a file, not a pipe: ViZDoom's engine processes outlive a SIGKILLed parent and would hold
-    # a pipe open. Their own session lets the test clean them up afterwards.
+    # Output to a file, not a pipe, and a session of its own: should anything outlive the SIGKILLed trainer
+    # (its engines end with it, test_faults.py), it could hold a pipe open, and the test cleans it up.
     proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "basic.wad",
                              "--model-dir", str(model_dir), "--frames-dir", str(tmp_path / "frames"),
                              "--max-minutes", "5", "--gif-every", "0", "--save-every-minutes", "0.02"],

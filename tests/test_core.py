@@ -72,7 +72,8 @@ def fixed_rollouts(count: int, lstm_size: int) -> list[Rollout]:
             values=rng.normal(size=(STEPS, GAMES)).astype(np.float32),
             initial_state=LSTMState(rng.normal(size=(GAMES, lstm_size)).astype(np.float32),
                                     rng.normal(size=(GAMES, lstm_size)).astype(np.float32)),
-            bootstrap_values=rng.normal(size=GAMES).astype(np.float32)))
+            bootstrap_values=rng.normal(size=GAMES).astype(np.float32),
+            end_values=np.zeros((STEPS, GAMES), np.float32)))
     return rollouts
 
 

@@ -120,6 +120,47 @@ def test_a_game_error_reaches_the_caller_from_a_pool_thread():
     batch.close()
 
 
+class Remade:
+    """A `remake` that records its calls and builds healthy CountingEnvs numbered 10 + index."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, index, restarts):
+        self.calls.append((index, restarts))
+        return CountingEnv(10 + index, length=5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_failing_game_is_closed_and_restarted_in_its_slot(threads):
+    remake = Remade()
+    batch = EnvBatch([CountingEnv(0, 5), CountingEnv(1, 5, fail_at=2)], threads=threads, remake=remake)
+    batch.reset()
+    first = batch.step(np.ones(2, int))
+    assert first.crashes.tolist() == ["", ""]
+    crashed = batch.step(np.ones(2, int))
+    assert remake.calls == [(1, 1)]
+    assert crashed.crashes.tolist() == ["", "RuntimeError: engine 1 died"]
+    # The crash ends the old game's episode as a terminal with reward 0; the new game's first observation follows.
+    assert crashed.dones.tolist() == [False, True] and crashed.game_overs.tolist() == [False, False]
+    assert crashed.rewards.tolist() == [1.0, 0.0]
+    np.testing.assert_array_equal(crashed.observations, [[0, 2], [11, 0]])
+    after = batch.step(np.ones(2, int))  # the new game steps on
+    assert after.crashes.tolist() == ["", ""]
+    np.testing.assert_array_equal(after.observations, [[0, 3], [11, 1]])
+    batch.close()
+
+
+def test_a_game_that_cannot_be_restarted_is_the_callers_error():
+    def broken(index, restarts):
+        raise RuntimeError("no engine binary")
+
+    batch = EnvBatch([CountingEnv(0, 5, fail_at=1)], remake=broken)
+    batch.reset()
+    with pytest.raises(RuntimeError, match="no engine binary"):
+        batch.step(np.zeros(1, int))
+
+
 # ---- ProcessEnvBatch -------------------------------------------------------------------------------------
 
 def counting_factories(count=5, fail_at=None):
@@ -158,6 +199,22 @@ def test_a_game_error_in_a_child_reaches_the_caller():
         batch.step(np.zeros(2, int))
         with pytest.raises(RuntimeError, match="engine 1 died"):
             batch.step(np.zeros(2, int))
+    finally:
+        batch.close()
+
+
+def remake_in_child(index, restarts):
+    return CountingEnv(10 + index, length=5)
+
+
+def test_a_failing_game_in_a_child_is_restarted_with_its_batch_index():
+    batch = ProcessEnvBatch(counting_factories(3, fail_at=2), processes=2, remake=remake_in_child)
+    try:
+        batch.reset()
+        batch.step(np.zeros(3, int))
+        crashed = batch.step(np.zeros(3, int))
+        assert crashed.crashes.tolist() == ["", "", "RuntimeError: engine 2 died"]
+        np.testing.assert_array_equal(crashed.observations[2], [12, 0])  # game 2 of the batch, 1 of its child
     finally:
         batch.close()
 

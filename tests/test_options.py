@@ -100,7 +100,8 @@ def fake_rollout(rewards, dones, values, bootstrap):
     zeros = np.zeros((batch, 8), np.float32)
     return Rollout(np.zeros((steps, batch, *VECTOR_SHAPE), np.float32), np.zeros((steps, batch), np.int32),
                    rewards.astype(np.float32), dones.astype(np.float32), np.zeros((steps, batch), np.float32),
-                   values.astype(np.float32), LSTMState(zeros, zeros), np.asarray(bootstrap, np.float32))
+                   values.astype(np.float32), LSTMState(zeros, zeros), np.asarray(bootstrap, np.float32),
+                   np.zeros((steps, batch), np.float32))
 
 
 def targets_seen_by_gradient_step(config, rollout, monkeypatch):

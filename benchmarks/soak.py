@@ -1,0 +1,219 @@
+#!/usr/bin/env python
+"""Soak test: train basic.wad for a long time while faults are thrown at it, and report what they cost.
+
+    python benchmarks/soak.py --minutes 30 --out /tmp/soak [-- extra train.py flags]
+
+Every `--kill-engine-every` seconds a random ViZDoom engine of the trainer is killed (SIGKILL); every
+`--kill-trainer-every` seconds the trainer itself is `kill -9`-ed and started again with `--resume`. At the end
+the trainer is stopped with SIGTERM. Reports (and writes to OUT/soak.json, strict JSON):
+
+- game restarts: the trainer's `warning: game ...` lines (each drops one unfinished episode);
+- episodes lost to trainer kills: rows progress.csv had at the kill minus the episodes of the checkpoint the
+  resume starts from (played since the last save), and whether any checkpoint was lost (the resumed counters
+  behind the last checkpoint seen before the kill) or the CSV has a gap or a duplicate;
+- memory: peak resident memory of the trainer and all its processes, and the mean of the first and last fifth
+  of the samples (flat memory: about equal);
+- leftover processes: engines still running 10 s after each kill -9, and any process of the trainer's still
+  running after the end.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from doom_a3c.summaries import read_progress  # noqa: E402
+
+SAMPLE_SECONDS = 2.0
+LEFTOVER_GRACE_SECONDS = 10.0
+
+
+def process_table() -> dict[int, tuple[int, str, int]]:
+    """pid -> (parent pid, state, resident KiB) of every process now."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            table[int(entry)] = (int(fields[1]), fields[0], int(fields[21]) * os.sysconf("SC_PAGESIZE") // 1024)
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
+
+
+def family(pid: int, table: dict[int, tuple[int, str, int]]) -> list[int]:
+    """`pid` and every running descendant."""
+    found, frontier = [pid], [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [p for p, (ppid, state, _) in table.items() if ppid == parent and state != "Z"]
+        found += children
+        frontier += children
+    return [p for p in found if p in table and table[p][1] != "Z"]
+
+
+def is_engine(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return os.path.basename(handle.read().split(b"\0")[0]) == b"vizdoom"
+    except OSError:
+        return False
+
+
+def running(pids: list[int]) -> list[int]:
+    table = process_table()
+    return [p for p in pids if p in table and table[p][1] != "Z"]
+
+
+def checkpoint_counters(model_dir: str) -> dict[str, float]:
+    from doom_a3c.checkpoint import read_checkpoint, resolve_prefix
+
+    return read_checkpoint(resolve_prefix(model_dir)).counters
+
+
+class Soak:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.model_dir = os.path.join(args.out, "model")
+        self.stderr_path = os.path.join(args.out, "stderr.log")
+        self.rng = random.Random(args.seed)
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+        self.began = time.time()
+        self.seen: set[int] = set()  # every process of the trainer's ever sampled
+        self.memory: list[float] = []  # MiB of the trainer and its processes, one sample every SAMPLE_SECONDS
+        self.report = {"minutes": args.minutes, "engine_kills": 0, "trainer_kills": 0, "game_restarts": 0,
+                       "episodes_lost_to_trainer_kills": 0, "checkpoints_lost": 0, "csv_gaps_or_duplicates": 0,
+                       "engines_left_after_kill_9": 0, "processes_left_at_end": 0}
+
+    def start(self, resume: bool) -> None:
+        flags = ["--resume", "--model-dir", self.model_dir] if resume else [
+            "--scenario", "basic.wad", "--model-dir", self.model_dir, "--frames-dir", os.path.join(self.args.out, "frames"),
+            "--max-minutes", str(self.args.minutes * 2), *self.args.train_flags]
+        with open(os.path.join(self.args.out, "stdout.log"), "a") as out, open(self.stderr_path, "a") as err:
+            self.proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), *flags], cwd=ROOT,
+                                         stdout=out, stderr=err, start_new_session=True)
+        self.starts += 1
+        self.event(f"trainer started (pid {self.proc.pid}{', --resume' if resume else ''})")
+
+    def event(self, what: str) -> None:
+        with open(os.path.join(self.args.out, "events.log"), "a") as handle:
+            handle.write(f"{time.time() - self.began:8.1f} s  {what}\n")
+
+    def training(self) -> bool:
+        """The latest trainer has printed its start line (its signal handlers are in place)."""
+        with open(os.path.join(self.args.out, "stdout.log")) as handle:
+            return sum(line.startswith("training ") for line in handle) >= self.starts
+
+    def sample(self) -> None:
+        table = process_table()
+        members = family(self.proc.pid, table)
+        self.seen.update(members)
+        self.memory.append(sum(table[p][2] for p in members) / 1024)
+
+    def engines(self) -> list[int]:
+        return [p for p in family(self.proc.pid, process_table()) if is_engine(p)]
+
+    def kill_an_engine(self) -> None:
+        engines = self.engines()
+        if engines:
+            engine = self.rng.choice(engines)
+            os.kill(engine, signal.SIGKILL)
+            self.report["engine_kills"] += 1
+            self.event(f"engine {engine} killed")
+
+    def kill_and_resume_the_trainer(self) -> None:
+        engines = self.engines()
+        rows_at_kill = len(read_progress(os.path.join(self.model_dir, "progress.csv")))
+        saved_before = checkpoint_counters(self.model_dir)
+        self.proc.kill()
+        self.proc.wait()
+        self.report["trainer_kills"] += 1
+        self.event(f"trainer {self.proc.pid} killed with kill -9 ({rows_at_kill} episodes in progress.csv)")
+        time.sleep(LEFTOVER_GRACE_SECONDS)
+        left = running(engines)
+        self.report["engines_left_after_kill_9"] += len(left)
+        for pid in left:  # so that one leak is not counted again at the end
+            os.kill(pid, signal.SIGKILL)
+        resumed_from = checkpoint_counters(self.model_dir)
+        if resumed_from["env_steps"] < saved_before["env_steps"]:
+            self.report["checkpoints_lost"] += 1
+        self.report["episodes_lost_to_trainer_kills"] += max(0, rows_at_kill - int(resumed_from["episodes"]))
+        self.start(resume=True)
+
+    def run(self) -> dict:
+        os.makedirs(self.args.out, exist_ok=True)
+        self.began = began = time.time()
+        self.start(resume=False)
+        next_engine_kill = began + self.args.kill_engine_every
+        next_trainer_kill = began + self.args.kill_trainer_every
+        while time.time() - began < self.args.minutes * 60:
+            time.sleep(SAMPLE_SECONDS)
+            if self.proc.poll() is not None:
+                raise SystemExit(f"error: the trainer exited by itself (code {self.proc.returncode}); see "
+                                 f"{self.stderr_path}")
+            self.sample()
+            now = time.time()
+            if now >= next_trainer_kill:
+                self.kill_and_resume_the_trainer()
+                next_trainer_kill = now + self.args.kill_trainer_every
+                next_engine_kill = max(next_engine_kill, now + self.args.kill_engine_every)
+            elif now >= next_engine_kill:
+                self.kill_an_engine()
+                next_engine_kill = now + self.args.kill_engine_every
+        while not self.training() and self.proc.poll() is None:  # a SIGTERM before that would find no handler
+            time.sleep(SAMPLE_SECONDS)
+        self.proc.send_signal(signal.SIGTERM)
+        self.report["final_exit_code"] = self.proc.wait(timeout=300)
+        time.sleep(LEFTOVER_GRACE_SECONDS)
+        left = running(sorted(self.seen))
+        self.report["processes_left_at_end"] = len(left)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        return self.summarise()
+
+    def summarise(self) -> dict:
+        with open(self.stderr_path) as handle:
+            self.report["game_restarts"] = sum(line.startswith("warning: game ") for line in handle)
+        rows = read_progress(os.path.join(self.model_dir, "progress.csv"))
+        episodes = [int(r["episode"]) for r in rows]
+        self.report["csv_gaps_or_duplicates"] = int(episodes != list(range(1, len(episodes) + 1)))
+        self.report["episodes"] = len(rows)
+        self.report["env_steps"] = int(checkpoint_counters(self.model_dir)["env_steps"])
+        fifth = max(1, len(self.memory) // 5)
+        self.report["peak_memory_mib"] = round(max(self.memory, default=0.0), 1)
+        self.report["memory_first_fifth_mib"] = round(sum(self.memory[:fifth]) / fifth, 1) if self.memory else 0.0
+        self.report["memory_last_fifth_mib"] = round(sum(self.memory[-fifth:]) / fifth, 1) if self.memory else 0.0
+        return self.report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--kill-engine-every", type=float, default=60.0, help="seconds between engine kills")
+    parser.add_argument("--kill-trainer-every", type=float, default=300.0, help="seconds between kill -9 + --resume")
+    parser.add_argument("--out", default="/tmp/soak", help="run folder and soak.json (a fresh folder)")
+    parser.add_argument("--seed", type=int, default=0, help="which engine is killed")
+    parser.add_argument("train_flags", nargs="*", help="after --: extra train.py flags for the first start")
+    args = parser.parse_args()
+    report = Soak(args).run()
+    with open(os.path.join(args.out, "soak.json"), "w") as handle:
+        handle.write(json.dumps(report, indent=2, allow_nan=False) + "\n")
+    print(json.dumps(report, indent=2, allow_nan=False))
+    failed = (report["engines_left_after_kill_9"] or report["processes_left_at_end"] or report["checkpoints_lost"]
+              or report["csv_gaps_or_duplicates"] or report["final_exit_code"] != 0)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

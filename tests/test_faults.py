@@ -1,0 +1,168 @@
+"""Faults on real processes, in every mode: a trainer killed with kill -9 leaves no ViZDoom engine behind; an
+engine killed mid-run is restarted and training goes on."""
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+
+ENGINE_GONE_SECONDS = 10
+
+
+def process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state) of every process now."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            table[int(entry)] = (int(fields[1]), fields[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
+
+
+def descendants(pid: int) -> list[int]:
+    table = process_table()
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [p for p, (ppid, _) in table.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def is_engine(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return os.path.basename(handle.read().split(b"\0")[0]) == b"vizdoom"
+    except OSError:
+        return False
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a killed orphan waits for init to reap it, but runs no more)."""
+    state = process_table().get(pid)
+    return state is not None and state[1] != "Z"
+
+
+def engines_under(pid: int) -> list[int]:
+    return [p for p in descendants(pid) if is_engine(p) and running(p)]
+
+
+def wait_for(predicate, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def start_trainer(tmp_path, *flags):
+    """train.py on basic.wad, output to files (a pipe would be held open by anything left behind), in a session
+    of its own so that the test can clean up after a failure."""
+    log, errors = open(tmp_path / "train.log", "w"), open(tmp_path / "stderr.log", "w")
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "basic.wad",
+                             "--model-dir", str(tmp_path / "run"), "--frames-dir", str(tmp_path / "frames"),
+                             "--max-minutes", "10", "--gif-every", "0", "--workers", "1", "--envs-per-worker", "2",
+                             *flags], cwd=REPO_ROOT, stdout=log, stderr=errors, start_new_session=True)
+    proc.log, proc.errors = log, errors
+    return proc
+
+
+def episodes_logged(tmp_path) -> int:
+    path = tmp_path / "run" / "progress.csv"
+    if not path.exists():
+        return 0
+    with open(path, newline="") as handle:
+        return len(list(csv.DictReader(handle)))
+
+
+def output(tmp_path) -> str:
+    return (tmp_path / "train.log").read_text() + (tmp_path / "stderr.log").read_text()
+
+
+def wait_for_training(tmp_path, proc, episodes=1):
+    """Until `episodes` are logged and the worker's 2 engines run; returns their pids."""
+    started = wait_for(lambda: episodes_logged(tmp_path) >= episodes and len(engines_under(proc.pid)) >= 2,
+                       seconds=400)
+    assert started, f"no training with 2 engines: {output(tmp_path)[-3000:]}"
+    engines = engines_under(proc.pid)
+    assert len(engines) == 2, engines
+    return engines
+
+
+def clean_up(proc, pids):
+    """Whatever the test left: the trainer's session and the processes it recorded, by pid."""
+    for pid in pids:
+        if running(pid):
+            os.kill(pid, signal.SIGKILL)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+    proc.log.close()
+    proc.errors.close()
+
+
+MODES = {
+    "threads": [],
+    "env-processes": ["--env-processes", "1"],
+    "ga3c": ["--trainer", "ga3c"],
+    "ray": ["--distributed", "ray"],
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_no_engine_outlives_a_trainer_killed_with_kill_9(tmp_path, mode):
+    if mode == "ray":
+        pytest.importorskip("ray")
+    proc = start_trainer(tmp_path, *MODES[mode])
+    engines: list[int] = []
+    try:
+        engines = wait_for_training(tmp_path, proc)
+        proc.kill()  # SIGKILL: no code of the trainer's runs
+        proc.wait(timeout=30)
+        gone = wait_for(lambda: not any(running(p) for p in engines), seconds=ENGINE_GONE_SECONDS)
+        assert gone, f"engines still running {ENGINE_GONE_SECONDS} s after kill -9: {[p for p in engines if running(p)]}"
+    finally:
+        clean_up(proc, engines)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_an_engine_killed_mid_run_is_restarted_and_training_goes_on(tmp_path, mode):
+    if mode == "ray":
+        pytest.importorskip("ray")
+    proc = start_trainer(tmp_path, *MODES[mode])
+    engines: list[int] = []
+    try:
+        engines = wait_for_training(tmp_path, proc, episodes=3)
+        os.kill(engines[0], signal.SIGKILL)
+        episodes_at_kill = episodes_logged(tmp_path)
+        replaced = wait_for(lambda: len(engines_under(proc.pid)) == 2 and engines[0] not in engines_under(proc.pid),
+                            seconds=60)
+        assert replaced, output(tmp_path)[-3000:]
+        assert wait_for(lambda: episodes_logged(tmp_path) >= episodes_at_kill + 10, seconds=120), \
+            output(tmp_path)[-3000:]
+        engines += engines_under(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+        assert proc.returncode == 0, output(tmp_path)[-3000:]
+        warnings = (tmp_path / "stderr.log").read_text().strip().splitlines()
+        restarts = [line for line in warnings if line.startswith("warning: game ")]
+        assert len(restarts) == 1 and "worker 0" in restarts[0] and "restarted with a fresh seed" in restarts[0], warnings
+        assert not [line for line in warnings if line.startswith("error")], warnings
+    finally:
+        clean_up(proc, engines)
