@@ -1,9 +1,11 @@
 """Multi-machine Ray, proven on one machine: two hosts built from network namespaces (a veth pair, private
 addresses the test assigns), a Ray head on one and a worker node on the other, train.py with workers on both,
 the worker host's node killed mid-run. Training goes on on the head, the checkpoint loads and the counters add
-up. The steps are docs/distributed.md's. Needs root and `ip` (iproute2): skipped otherwise.
+up. The steps are docs/distributed.md's. Needs root and `ip` (iproute2), and runs only when asked: it takes 2-3
+minutes, which the default suite's 10-minute budget has no room for (CI ran 20.5 minutes with it and the other
+fault tests).
 
-    sudo python -m pytest -q tests/test_two_hosts.py
+    sudo DOOM_A3C_TWO_HOSTS=1 python -m pytest -q tests/test_two_hosts.py
 """
 import csv
 import os
@@ -19,6 +21,8 @@ from conftest import REPO_ROOT
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.skipif(os.environ.get("DOOM_A3C_TWO_HOSTS") != "1",
+                       reason="two-host Ray test: run with DOOM_A3C_TWO_HOSTS=1 (2-3 minutes, as root)"),
     pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("unshare") is None,
                        reason="two hosts from network namespaces need root, ip and unshare"),
 ]
