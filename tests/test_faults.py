@@ -1,6 +1,7 @@
 """Faults on real processes, in every mode: a trainer killed with kill -9 leaves no ViZDoom engine behind; an
 engine killed mid-run is restarted and training goes on."""
 import csv
+import importlib.util
 import os
 import signal
 import subprocess
@@ -16,48 +17,30 @@ pytestmark = pytest.mark.slow
 ENGINE_GONE_SECONDS = 10
 
 
-def process_table() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, state) of every process now."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-            table[int(entry)] = (int(fields[1]), fields[0])
-        except (OSError, ValueError, IndexError):
-            continue
-    return table
+def load_soak():
+    """benchmarks/soak.py, whose process-table helpers the tests share (the soak counts leftovers the same way)."""
+    spec = importlib.util.spec_from_file_location("soak", os.path.join(REPO_ROOT, "benchmarks", "soak.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+soak = load_soak()
 
 
 def descendants(pid: int) -> list[int]:
-    table = process_table()
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        children = [p for p, (ppid, _) in table.items() if ppid == parent]
-        found += children
-        frontier += children
-    return found
-
-
-def is_engine(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return os.path.basename(handle.read().split(b"\0")[0]) == b"vizdoom"
-    except OSError:
-        return False
+    """Every running descendant of `pid`."""
+    return soak.family(pid, soak.process_table())[1:]
 
 
 def running(pid: int) -> bool:
     """Alive and not a zombie (a killed orphan waits for init to reap it, but runs no more)."""
-    state = process_table().get(pid)
+    state = soak.process_table().get(pid)
     return state is not None and state[1] != "Z"
 
 
 def engines_under(pid: int) -> list[int]:
-    return [p for p in descendants(pid) if is_engine(p) and running(p)]
+    return [p for p in descendants(pid) if soak.is_engine(p) and running(p)]
 
 
 def wait_for(predicate, seconds):
