@@ -24,6 +24,16 @@ class ConfigError(ValueError):
     """A user-facing configuration mistake: printed as one line, never as a traceback."""
 
 
+def one_line(error: BaseException) -> str:
+    """The first line of an error's text, for a one-line message (Ray's errors carry whole remote
+    tracebacks, an engine's several lines)."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException) and cause is not error:
+        return one_line(cause)
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
+
+
 def _flag(default: Any, help: str, **argparse_kwargs: Any) -> Any:
     return field(default=default, metadata={"help": help, **argparse_kwargs})
 

@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple, Protocol, Sequence
 
 import numpy as np
 
-from doom_a3c.config import TrainConfig
+from doom_a3c.config import TrainConfig, one_line
 from doom_a3c.environment import Environment, EnvSpec, spec_of
 
 
@@ -67,11 +67,6 @@ def concatenate_steps(parts: Sequence[BatchStep]) -> BatchStep:
 
 RESTART_SEED_STRIDE = 1_000_000  # a restarted game's seed: its slot's seed + this x the slot's restarts so far
 Remake = Callable[[int, int], Environment]  # (game index in the batch, restarts of that slot so far) -> a new game
-
-
-def one_line_error(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def contiguous_slices(count: int, parts: int) -> list[slice]:
@@ -156,7 +151,7 @@ class EnvBatch:
         self._observations[i] = self.envs[i].reset()
         self._rewards[i] = self._shaping[i] = 0.0
         self._dones[i], self._game_overs[i], self._truncated[i] = True, False, False
-        self._crashes[i] = one_line_error(error)
+        self._crashes[i] = one_line(error)
 
     def step(self, actions: np.ndarray) -> BatchStep:
         """actions [E] int -> the batch's next observations, rewards and episode ends."""

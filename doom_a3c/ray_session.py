@@ -8,7 +8,7 @@ import os
 import shutil
 import socket
 
-from doom_a3c.config import ConfigError, TrainConfig
+from doom_a3c.config import ConfigError, TrainConfig, one_line
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # AF_UNIX socket paths are limited to 107 bytes; Ray puts its sockets in
@@ -17,15 +17,6 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOCKET_PATH_LIMIT = 107
 SESSION_SOCKET_SUFFIX = len("/session_2026-01-01_00-00-00_000000_1234567/sockets/plasma_store")
 SHIPPED_TO_CLUSTER = ("doom_a3c",)  # the package; a resolved config needs no preset
-
-
-def one_line(error: BaseException) -> str:
-    """The first line of an error's text (Ray's errors carry whole remote tracebacks)."""
-    cause = getattr(error, "cause", None)
-    if isinstance(cause, BaseException) and cause is not error:
-        return one_line(cause)
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def import_ray():
