@@ -66,6 +66,7 @@ def concatenate_steps(parts: Sequence[BatchStep]) -> BatchStep:
 
 
 RESTART_SEED_STRIDE = 1_000_000  # a restarted game's seed: its slot's seed + this x the slot's restarts so far
+START_ATTEMPTS = 3  # a slot whose fresh games fail this many times in a row to start: a broken setup, not a stray crash
 Remake = Callable[[int, int], Environment]  # (game index in the batch, restarts of that slot so far) -> a new game
 
 
@@ -85,6 +86,8 @@ class GameBatch(Protocol):
     def __len__(self) -> int: ...
 
     def reset(self) -> np.ndarray: ...
+
+    def take_start_failures(self) -> list[tuple[int, str]]: ...
 
     def step(self, actions: np.ndarray) -> BatchStep: ...
 
@@ -114,14 +117,31 @@ class EnvBatch:
         self._finals: np.ndarray | None = None
         self._remake = remake
         self._restarts = [0] * len(self.envs)
+        self._start_failures: list[tuple[int, str]] = []  # (game, why) restarted by reset(), not yet reported
 
     def __len__(self) -> int:
         return len(self.envs)
 
     def reset(self) -> np.ndarray:
-        self._observations = np.stack([env.reset() for env in self.envs])
+        """Every game's first observation; a game that fails to start (an engine killed before its first
+        episode) is restarted like one that fails mid-run, and reported by take_start_failures()."""
+        first = []
+        for i, env in enumerate(self.envs):
+            try:
+                first.append(env.reset())
+            except Exception as error:  # noqa: BLE001 - as in _step_slice
+                if self._remake is None:
+                    raise
+                self._start_failures.append((i, one_line(error)))
+                first.append(self._start_fresh_game(i))
+        self._observations = np.stack(first)
         self._finals = np.zeros_like(self._observations)
         return self._observations.copy()
+
+    def take_start_failures(self) -> list[tuple[int, str]]:
+        """The games reset() had to restart since the last call, as (game index, why)."""
+        failures, self._start_failures = self._start_failures, []
+        return failures
 
     def _step_slice(self, part: slice, actions: np.ndarray) -> None:
         for i in range(part.start, part.stop):
@@ -142,16 +162,28 @@ class EnvBatch:
     def _restart(self, i: int, error: Exception) -> None:
         """Close game i (a dead engine may fail to) and start a fresh one in its place, with a new seed. The
         step ends its episode as a terminal with reward 0; the new game's first observation follows."""
-        try:
-            self.envs[i].close()
-        except Exception:  # noqa: BLE001 - it is being replaced either way
-            pass
-        self._restarts[i] += 1
-        self.envs[i] = self._remake(i, self._restarts[i])  # a game that cannot even start is the caller's error
-        self._observations[i] = self.envs[i].reset()
+        self._observations[i] = self._start_fresh_game(i)
         self._rewards[i] = self._shaping[i] = 0.0
         self._dones[i], self._game_overs[i], self._truncated[i] = True, False, False
         self._crashes[i] = one_line(error)
+
+    def _start_fresh_game(self, i: int) -> np.ndarray:
+        """Close game i (a dead engine may fail to), put a new one with a new seed in its place and return its
+        first observation. A game that cannot even be built (a broken scenario) raises at once; one whose
+        engine dies before its first observation is tried again, START_ATTEMPTS times in all."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self.envs[i].close()
+            except Exception:  # noqa: BLE001 - it is being replaced either way
+                pass
+            self._restarts[i] += 1
+            self.envs[i] = self._remake(i, self._restarts[i])
+            try:
+                return self.envs[i].reset()
+            except Exception:  # noqa: BLE001 - as in _step_slice
+                if attempt == START_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     def step(self, actions: np.ndarray) -> BatchStep:
         """actions [E] int -> the batch's next observations, rewards and episode ends."""
@@ -281,6 +313,10 @@ class ProcessEnvBatch:
 
     def reset(self) -> np.ndarray:
         return np.concatenate(self._all("reset", [()] * len(self._slices)))
+
+    def take_start_failures(self) -> list[tuple[int, str]]:
+        per_child = self._all("take_start_failures", [()] * len(self._slices))
+        return [(part.start + game, why) for part, failures in zip(self._slices, per_child) for game, why in failures]
 
     def step(self, actions: np.ndarray) -> BatchStep:
         actions = np.asarray(actions)

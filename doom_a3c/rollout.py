@@ -75,6 +75,8 @@ class GameRunner:
         self.rng = np.random.default_rng(seed)
         batch = len(games)
         self._observations = games.reset()  # [B, *obs]
+        for game, why in games.take_start_failures():  # nothing was played in them: only the restart to report
+            self.run.restarts.put(GameRestart(index, game, why))
         self._starts = np.ones(batch, np.float32)
         self._episode_reward = np.zeros(batch)
         self._episode_length = np.zeros(batch, np.int64)

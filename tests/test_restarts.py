@@ -15,17 +15,19 @@ from doom_a3c.run_state import GameRestart, RunState
 
 
 class ScoringEnv:
-    """+1 a step, episodes of `length` steps; raises on its `fail_at`-th step."""
+    """+1 a step, episodes of `length` steps; raises on its `fail_at`-th step (or in reset: `fail_reset`)."""
 
     num_actions = 2
     action_names = ["a", "b"]
     observation_shape = (1,)
     seconds_per_step = 0.1
 
-    def __init__(self, length=4, fail_at=None):
-        self.length, self.fail_at, self.steps = length, fail_at, 0
+    def __init__(self, length=4, fail_at=None, fail_reset=False):
+        self.length, self.fail_at, self.steps, self.fail_reset = length, fail_at, 0, fail_reset
 
     def reset(self):
+        if self.fail_reset:
+            raise RuntimeError("engine killed before its first episode")
         self.t = 0
         return np.zeros(1, np.float32)
 
@@ -67,6 +69,50 @@ def test_the_unfinished_episode_of_a_restarted_game_is_dropped_and_the_restart_q
     episodes = run.finished_episodes()
     assert sorted((e.worker, e.reward, e.length) for e in episodes) == [(0, 4.0, 4)] * 3  # 2 of game 0, 1 of game 1
     assert run.counters.env_steps == 16  # every step counted, the crashed one too
+
+
+def test_a_game_that_dies_before_its_first_episode_is_restarted_and_reported_once():
+    run = RunState()
+    made = []
+
+    def remake(index, restarts):
+        made.append((index, restarts))
+        return ScoringEnv()
+
+    games = EnvBatch([ScoringEnv(), ScoringEnv(fail_reset=True)], remake=remake)
+    runner = GameRunner(3, TrainConfig(reward_scale=1.0), games, ZeroPolicy(), run, seed=0)
+    assert made == [(1, 1)]
+    assert run.game_restarts() == [GameRestart(3, 1, "RuntimeError: engine killed before its first episode")]
+    runner.collect(8)
+    assert run.game_restarts() == []  # reported once, and nothing was played in it to drop
+    episodes = run.finished_episodes()
+    assert sorted((e.reward, e.length) for e in episodes) == [(4.0, 4)] * 4  # both games' whole episodes
+
+
+def test_a_slot_whose_games_never_start_stops_with_the_error_after_three_tries():
+    made = []
+
+    def remake(index, restarts):
+        made.append(restarts)
+        return ScoringEnv(fail_reset=True)
+
+    games = EnvBatch([ScoringEnv(fail_reset=True)], remake=remake)
+    with pytest.raises(RuntimeError, match="before its first episode"):
+        games.reset()
+    assert made == [1, 2, 3]
+
+
+def test_game_processes_report_start_failures_with_the_batch_index():
+    from doom_a3c.env_batch import ProcessEnvBatch
+
+    factories = [ScoringEnv, ScoringEnv, ScoringEnv, lambda: ScoringEnv(fail_reset=True)]
+    games = ProcessEnvBatch(factories, processes=2, remake=lambda index, restarts: ScoringEnv())
+    try:
+        assert games.reset().shape == (4, 1)
+        assert games.take_start_failures() == [(3, "RuntimeError: engine killed before its first episode")]
+        assert games.take_start_failures() == []
+    finally:
+        games.close()
 
 
 def coordinator(tmp_path, limit):
