@@ -1,14 +1,23 @@
 #!/usr/bin/env python
-"""Issue 4's other peer: Sample Factory's APPO on its own ViZDoom basic env (`sf_examples.vizdoom`, env
-`doom_basic`: idle + 3 actions, frame skip 4, rewards x 0.01, 128x72 frames), 2 workers x 4 envs, on the CPU.
+"""The peer on ViZDoom: Sample Factory's APPO on its own ViZDoom envs (`sf_examples.vizdoom`), 2 workers x 4 envs,
+on the CPU, side by side with a doom_a3c run.
 
     python benchmarks/peer_sample_factory.py --sf-python /tmp/sf/bin/python --seeds 0 --minutes 12
+    python benchmarks/peer_sample_factory.py --sf-python /tmp/sf/bin/python --env doom_defend_the_center \
+        --minutes 30 --ours /tmp/suite/defend_the_center-seed0
 
-Sample Factory writes no per-episode file. Every 5 s its log prints the env frames so far and the mean score of
-its last 100 episodes ("Avg episode reward", in its x 0.01 units). This reads the log as it grows, stops a run
-once that mean reaches the threshold (or the budget runs out) and reports, as learn_basic.py does, the wall
-time and env steps (frames / 4) at which it got there, counted from its first report (after start-up).
-Sample Factory and PyTorch are not this project's dependencies; put them in an environment of their own:
+Sample Factory writes no per-episode file. Every 5 s its log prints the env frames so far; its TensorBoard
+summaries hold the mean of its last 100 episodes' `true_objective` (the env's own reward before its reward
+shaping). This converts that mean to the game's own score (PEER_ENVS says how, per env), counts env steps as
+frames / 4 (its frame skip) and wall time from its first frame report (after start-up). `doom_basic` is read
+from the log as it grows, so a run can stop once its mean reaches `--threshold`; the other envs run for the
+whole budget. With `--ours RUN_DIR` (a train.py model dir run in the same sitting on the same scenario) it
+also writes comparison.png (both mean-100 curves against minutes) and prints the ratio of the two at equal
+wall time. health_gathering is compared in tics alive per episode: Sample Factory's version of the scenario
+pays 0.01 a tic with no death penalty (ViZDoom's own pays 1 a tic and -100 on death), so tics alive is the
+unit both runs give exactly.
+Sample Factory and PyTorch are not this project's dependencies; put them in an environment of their own
+(`pip install torch==2.13.0` first where a CPU build of PyTorch lies on disk: PyPI's default is a CUDA build):
     python -m venv /tmp/sf && /tmp/sf/bin/pip install sample-factory vizdoom==1.3.2
 """
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import json
 import os
 import re
 import signal
@@ -23,14 +33,39 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 from learn_basic import Result, headline, summarize  # noqa: E402
 
-FRAME_SKIP = 4  # doom_basic's env_frameskip: Sample Factory counts frames, we count agent steps
+sys.path.insert(0, ROOT)
+from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
+
+FRAME_SKIP = 4  # its envs' env_frameskip: Sample Factory counts frames, we count agent steps
 REWARD_SCALE = 0.01  # doom_basic's reward_scaling: its log shows scaled scores
+TRUE_OBJECTIVE_TAG = "policy_stats/avg_true_objective"  # its TensorBoard's mean-100 of the unshaped reward
+
+
+class PeerEnv(NamedTuple):
+    scenario: str  # the same scenario's name for train.py
+    to_game_units: float  # its true_objective x this = the unit below
+    unit: str  # "score": the game's own score, as our progress.csv has it; "tics alive": per episode
+
+
+PEER_ENVS = {
+    "doom_basic": PeerEnv("basic", 1 / REWARD_SCALE, "score"),
+    "doom_defend_the_center": PeerEnv("defend_the_center", 1.0, "score"),
+    "doom_defend_the_line": PeerEnv("defend_the_line", 1.0, "score"),
+    "doom_my_way_home": PeerEnv("my_way_home", 1.0, "score"),
+    "doom_deadly_corridor": PeerEnv("deadly_corridor", 100.0, "score"),  # its reward_scaling 0.01
+    "doom_health_gathering": PeerEnv("health_gathering", 100.0, "tics alive"),  # 0.01 a tic alive
+    "doom_health_gathering_supreme": PeerEnv("health_gathering_supreme", 100.0, "tics alive"),
+}
+COMPARE_AT_MINUTES = (5, 10, 15, 20, 25, 30)
 STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 FRAMES = re.compile(r"Fps is .*Total num frames: (\d+)\.")
 REWARD = re.compile(r"Avg episode reward: \[\(0, '(-?[\d.]+)'\)\]")
@@ -76,9 +111,41 @@ def stop_session(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def run_seed(sf_python: str, seed: int, minutes: float, threshold: float, out: str, workers: int, envs: int) -> Result:
+def log_start(lines: list[str]) -> float | None:
+    """The time (epoch s) of the log's first frame report: the start of training, after start-up."""
+    for line in lines:
+        if (stamp := STAMP.search(line)) and FRAMES.search(line):
+            return datetime.datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    return None
+
+
+def true_objective_points(event_files: list[str], start: float, to_game_units: float) -> list[tuple[float, float, float]]:
+    """(wall s since `start`, env steps, mean-100 in game units) from Sample Factory's TensorBoard files."""
+    import tensorflow as tf  # only here: reading the peer's event files
+
+    points = []
+    for path in event_files:
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == TRUE_OBJECTIVE_TAG:
+                    # PyTorch's writer stores simple values; TensorFlow's (the tests') tensors.
+                    number = value.simple_value if value.WhichOneof("value") == "simple_value" else float(
+                        tf.make_ndarray(value.tensor))
+                    points.append((event.wall_time - start, event.step / FRAME_SKIP, number * to_game_units))
+    return sorted(points)
+
+
+def event_files(train_dir: str) -> list[str]:
+    found = []
+    for folder, _, files in os.walk(train_dir):
+        found += [os.path.join(folder, f) for f in files if f.startswith("events.out.tfevents")]
+    return sorted(found)
+
+
+def run_seed(sf_python: str, seed: int, minutes: float, threshold: float, out: str, workers: int, envs: int,
+             env: str = "doom_basic") -> Result:
     log_path = os.path.join(out, f"seed{seed}.log")
-    command = [sf_python, "-m", "sf_examples.vizdoom.train_vizdoom", "--env=doom_basic", f"--experiment=seed{seed}",
+    command = [sf_python, "-m", "sf_examples.vizdoom.train_vizdoom", f"--env={env}", f"--experiment=seed{seed}",
                f"--train_dir={out}", f"--num_workers={workers}", f"--num_envs_per_worker={envs}", "--device=cpu",
                f"--seed={seed}"]
     print("$", " ".join(command), flush=True)
@@ -92,10 +159,15 @@ def run_seed(sf_python: str, seed: int, minutes: float, threshold: float, out: s
             time.sleep(2)
             with open(log_path, errors="replace") as log:
                 points = parse_log(log.readlines())
-            if points and (points[-1][0] >= minutes * 60 or points[-1][2] >= threshold):
+            if points and (points[-1][0] >= minutes * 60 or (env == "doom_basic" and points[-1][2] >= threshold)):
                 break
     finally:
         stop_session(proc)
+    if env != "doom_basic":  # the log's mean holds its reward shaping or scaling: the true objective instead
+        with open(log_path, errors="replace") as log:
+            start = log_start(log.readlines())
+        points = [] if start is None else true_objective_points(
+            event_files(os.path.join(out, f"seed{seed}")), start, PEER_ENVS[env].to_game_units)
     with open(os.path.join(out, f"seed{seed}_mean100.csv"), "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["wall_s", "env_steps", "mean100"])
@@ -106,9 +178,61 @@ def run_seed(sf_python: str, seed: int, minutes: float, threshold: float, out: s
     return result
 
 
+def our_curve(run_dir: str, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """(minutes, mean-100 in `unit`) at each episode of a train.py run."""
+    rows = read_progress(os.path.join(run_dir, "progress.csv"))
+    if unit == "tics alive":
+        with open(os.path.join(run_dir, "config.json")) as handle:
+            frame_skip = json.load(handle)["frame_skip"]
+        values = np.array([r["length"] * frame_skip for r in rows], np.float64)  # the last step may hold fewer tics
+    else:
+        values = np.array([r["reward"] for r in rows], np.float64)
+    return np.array([r["wall_s"] / 60 for r in rows]), moving_mean(values, 100)
+
+
+def value_at(minutes: np.ndarray, means: np.ndarray, at: float) -> float | None:
+    """The curve's last value at or before `at` minutes (None: nothing yet, or the run ended before)."""
+    if not len(minutes) or minutes[-1] < at - 0.5:
+        return None
+    index = np.searchsorted(minutes, at, side="right") - 1
+    return float(means[index]) if index >= 0 else None
+
+
+def compare(ours_dir: str, env: str, peer_points: list[tuple[float, float, float]], out: str) -> list[tuple]:
+    """Print and return (minute, ours, peer, ours / peer) at equal wall time; plot both curves."""
+    unit = PEER_ENVS[env].unit
+    minutes, means = our_curve(ours_dir, unit)
+    peer_minutes = np.array([p[0] / 60 for p in peer_points])
+    peer_means = np.array([p[2] for p in peer_points])
+    rows = []
+    for at in COMPARE_AT_MINUTES:
+        ours, peer = value_at(minutes, means, at), value_at(peer_minutes, peer_means, at)
+        if ours is not None and peer is not None:
+            rows.append((at, ours, peer, ours / peer if peer else float("nan")))
+            print(f"{at:>3} min: doom_a3c {ours:,.1f}, Sample Factory {peer:,.1f} ({unit}): ratio {rows[-1][3]:.2f}")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    axes.plot(minutes, means, label="doom_a3c (A3C)")
+    axes.plot(peer_minutes, peer_means, label="Sample Factory (APPO)")
+    axes.set_xlabel("minutes of training (2 cores)")
+    axes.set_ylabel(f"mean of the last 100 episodes ({unit})")
+    axes.set_title(PEER_ENVS[env].scenario)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(os.path.join(out, "comparison.png"), dpi=100)
+    plt.close(figure)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sf-python", required=True, help="a Python with sample-factory and vizdoom installed")
+    parser.add_argument("--env", default="doom_basic", choices=sorted(PEER_ENVS), help="Sample Factory's env name")
+    parser.add_argument("--ours", default=None, help="a train.py model dir on the same scenario, to compare with")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--minutes", type=float, default=12.0, help="training budget per seed")
     parser.add_argument("--threshold", type=float, default=80.0)
@@ -118,9 +242,16 @@ def main() -> int:
     args = parser.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="peer_sf_")
     os.makedirs(out, exist_ok=True)
-    results = [run_seed(args.sf_python, seed, args.minutes, args.threshold, out, args.workers, args.envs_per_worker)
-               for seed in args.seeds]
-    summarize("peer (Sample Factory APPO, benchmarks/peer_sample_factory.py)", results, args.threshold, args.minutes)
+    results = [run_seed(args.sf_python, seed, args.minutes, args.threshold, out, args.workers, args.envs_per_worker,
+                        args.env) for seed in args.seeds]
+    if args.env == "doom_basic":
+        summarize("peer (Sample Factory APPO, benchmarks/peer_sample_factory.py)", results, args.threshold,
+                  args.minutes)
+    if args.ours:
+        with open(os.path.join(out, f"seed{args.seeds[-1]}_mean100.csv"), newline="") as handle:
+            peer_points = [tuple(float(v) for v in row) for row in list(csv.reader(handle))[1:]]
+        compare(args.ours, args.env, peer_points, out)
+        print(f"curves: {os.path.join(out, 'comparison.png')}")
     print(f"outputs: {out}")
     return 0
 

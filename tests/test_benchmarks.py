@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -226,3 +227,40 @@ def test_soak_smoke_run_kills_engines_and_the_trainer_and_reports_the_costs(tmp_
     assert report["engines_left_after_kill_9"] == 0 and report["processes_left_at_end"] == 0
     assert report["checkpoints_lost"] == 0 and report["csv_gaps_or_duplicates"] == 0
     assert report["final_exit_code"] == 0 and report["episodes"] > 0 and report["peak_memory_mib"] > 0
+
+
+def test_sample_factory_true_objective_from_its_tensorboard_in_game_units(tmp_path):
+    """Its TensorBoard mean of true_objective at 8,000 frames: 2,000 env steps; x 100 for health_gathering's
+    0.01 a tic alive."""
+    peer = load_script("peer_sample_factory")
+    start = time.time() - 1.0
+    writer = tf.summary.create_file_writer(str(tmp_path / "seed0" / ".summary" / "0"))
+    with writer.as_default():
+        tf.summary.scalar(peer.TRUE_OBJECTIVE_TAG, 12.5, step=8000)
+        tf.summary.scalar("reward/reward", 99.0, step=8000)  # shaped: not the score
+    writer.close()
+    points = peer.true_objective_points(peer.event_files(str(tmp_path)), start, 100.0)
+    assert len(points) == 1
+    wall, steps, mean = points[0]
+    assert 1.0 <= wall < 30 and steps == 2000 and mean == pytest.approx(1250.0)
+
+
+def test_comparison_with_sample_factory_at_equal_wall_time(tmp_path):
+    """Ours: 200 episodes, one every 6 s; the first 100 last 50 steps, the next 100 last 100 (frame skip 4: 200
+    and 400 tics alive). At minute 5 (episode 50) our mean-100 is 200 tics, the peer's 250: ratio 0.8. At minute
+    15 (episode 150) ours is (50 x 200 + 50 x 400) / 100 = 300 against 750: 0.4. Ours ends at minute 20."""
+    peer = load_script("peer_sample_factory")
+    run = tmp_path / "ours"
+    run.mkdir()
+    (run / "config.json").write_text('{"frame_skip": 4}')
+    with open(run / "progress.csv", "w") as handle:
+        handle.write("wall_s,env_steps,episode,worker,reward,length\n")
+        for i in range(1, 201):
+            length = 50 if i <= 100 else 100
+            handle.write(f"{i * 6},{i * 100},{i},0,{length * 4 - 100},{length}\n")
+    peer_points = [(60.0 * m, 1000.0 * m, 50.0 * m) for m in range(1, 21)]  # 50 tics more a minute
+    rows = peer.compare(str(run), "doom_health_gathering", peer_points, str(tmp_path))
+    assert [r[0] for r in rows] == [5, 10, 15, 20]  # both runs last 20 minutes
+    assert rows[0][1:] == pytest.approx((200.0, 250.0, 0.8))
+    assert rows[2][1:] == pytest.approx((300.0, 750.0, 0.4))
+    assert (tmp_path / "comparison.png").stat().st_size > 1000
