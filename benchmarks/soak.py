@@ -7,7 +7,8 @@ Every `--kill-engine-every` seconds a random ViZDoom engine of the trainer is ki
 `--kill-trainer-every` seconds the trainer itself is `kill -9`-ed and started again with `--resume`. At the end
 the trainer is stopped with SIGTERM. Reports (and writes to OUT/soak.json, strict JSON):
 
-- game restarts: the trainer's `warning: game ...` lines (each drops one unfinished episode);
+- game restarts: the trainer's `warning: game ...` lines (each drops one unfinished episode), and each engine kill
+  that no new warning line followed within 20 s (in events.log too: which engine, when);
 - episodes lost to trainer kills: rows progress.csv had at the kill minus the episodes of the checkpoint the
   resume starts from (played since the last save), and whether any checkpoint was lost (the resumed counters
   behind the last checkpoint seen before the kill) or the CSV has a gap or a duplicate;
@@ -34,6 +35,7 @@ from doom_a3c.summaries import read_progress  # noqa: E402
 
 SAMPLE_SECONDS = 2.0
 LEFTOVER_GRACE_SECONDS = 10.0
+RESTART_GRACE_SECONDS = 20.0  # a killed engine's game must have been restarted (a warning line) by then
 
 
 def process_table() -> dict[int, tuple[int, str, int]]:
@@ -92,7 +94,9 @@ class Soak:
         self.began = time.time()
         self.seen: set[int] = set()  # every process of the trainer's ever sampled
         self.memory: list[float] = []  # MiB of the trainer and its processes, one sample every SAMPLE_SECONDS
+        self.unanswered: tuple[int, float, int] | None = None  # (engine, when, warnings then): no restart seen yet
         self.report = {"minutes": args.minutes, "engine_kills": 0, "trainer_kills": 0, "game_restarts": 0,
+                       "engine_kills_without_restart": 0,
                        "episodes_lost_to_trainer_kills": 0, "checkpoints_lost": 0, "csv_gaps_or_duplicates": 0,
                        "engines_left_after_kill_9": 0, "processes_left_at_end": 0}
 
@@ -124,6 +128,10 @@ class Soak:
     def engines(self) -> list[int]:
         return [p for p in family(self.proc.pid, process_table()) if is_engine(p)]
 
+    def warnings(self) -> int:
+        with open(self.stderr_path) as handle:
+            return sum(line.startswith("warning: game ") for line in handle)
+
     def kill_an_engine(self) -> None:
         engines = self.engines()
         if engines:
@@ -131,13 +139,31 @@ class Soak:
             os.kill(engine, signal.SIGKILL)
             self.report["engine_kills"] += 1
             self.event(f"engine {engine} killed")
+            self.unanswered = (engine, time.time(), self.warnings())
+
+    def check_restart(self, trainer_killed: bool = False) -> None:
+        """Has the last killed engine's game been restarted? A trainer killed first leaves it undecided."""
+        if self.unanswered is None:
+            return
+        engine, when, before = self.unanswered
+        if self.warnings() > before:
+            self.unanswered = None
+        elif trainer_killed:
+            self.unanswered = None
+            self.event(f"engine {engine}: the trainer was killed before its game's restart showed")
+        elif time.time() - when > RESTART_GRACE_SECONDS:
+            self.unanswered = None
+            self.report["engine_kills_without_restart"] += 1
+            self.event(f"engine {engine}: no restart warning within {RESTART_GRACE_SECONDS:g} s")
 
     def kill_and_resume_the_trainer(self) -> None:
+        self.check_restart()
         engines = self.engines()
         rows_at_kill = len(read_progress(os.path.join(self.model_dir, "progress.csv")))
         saved_before = checkpoint_counters(self.model_dir)
         self.proc.kill()
         self.proc.wait()
+        self.check_restart(trainer_killed=True)
         self.report["trainer_kills"] += 1
         self.event(f"trainer {self.proc.pid} killed with kill -9 ({rows_at_kill} episodes in progress.csv)")
         time.sleep(LEFTOVER_GRACE_SECONDS)
@@ -163,6 +189,7 @@ class Soak:
                 raise SystemExit(f"error: the trainer exited by itself (code {self.proc.returncode}); see "
                                  f"{self.stderr_path}")
             self.sample()
+            self.check_restart()
             now = time.time()
             if now >= next_trainer_kill:
                 self.kill_and_resume_the_trainer()
@@ -171,6 +198,9 @@ class Soak:
             elif now >= next_engine_kill:
                 self.kill_an_engine()
                 next_engine_kill = now + self.args.kill_engine_every
+        while self.unanswered is not None:  # the last engine kill's restart: wait for it, or count it missing
+            time.sleep(SAMPLE_SECONDS)
+            self.check_restart()
         while not self.training() and self.proc.poll() is None:  # a SIGTERM before that would find no handler
             time.sleep(SAMPLE_SECONDS)
         self.proc.send_signal(signal.SIGTERM)
@@ -183,8 +213,7 @@ class Soak:
         return self.summarise()
 
     def summarise(self) -> dict:
-        with open(self.stderr_path) as handle:
-            self.report["game_restarts"] = sum(line.startswith("warning: game ") for line in handle)
+        self.report["game_restarts"] = self.warnings()
         rows = read_progress(os.path.join(self.model_dir, "progress.csv"))
         episodes = [int(r["episode"]) for r in rows]
         self.report["csv_gaps_or_duplicates"] = int(episodes != list(range(1, len(episodes) + 1)))
