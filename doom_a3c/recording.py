@@ -48,8 +48,7 @@ def write_mp4(path: str, frames: list[np.ndarray], seconds_per_frame: float) -> 
     if pad_h or pad_w:
         stack = np.pad(stack, ((0, 0), (0, pad_h), (0, pad_w), (0, 0)))
     tmp = f"{path}.tmp-{os.getpid()}.mp4"  # the plugin picks its container from the extension
-    iio.imwrite(tmp, stack, plugin="FFMPEG", fps=1.0 / seconds_per_frame, codec="libx264", macro_block_size=1,
-                output_params=["-pix_fmt", "yuv420p"])
+    iio.imwrite(tmp, stack, plugin="FFMPEG", fps=1.0 / seconds_per_frame, codec="libx264", macro_block_size=1)
     os.replace(tmp, path)
     return path
 
