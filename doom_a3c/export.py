@@ -11,6 +11,7 @@ Signature `serving_default` (also the `step` attribute of the loaded object), B 
              value           [B]        float32, the critic (learning reward units: game reward x reward scale)
              state_h, state_c [B, S]    float32, feed back with the next observation
 
+`policy.tflite` is the same step for one game at a time (B = 1).
 `policy.json` beside it names the actions and holds the observation shape, state size and the run's config
 (frame skip, frame size, crop: the preprocessing a user's own env must repeat).
 """
@@ -85,18 +86,29 @@ def export_policy(agent, directory: str) -> ExportedPolicy:
 
 
 def _write_tflite(saved_model: str, path: str) -> tuple[str | None, str]:
-    try:
-        converter = tf.lite.TFLiteConverter.from_saved_model(saved_model)
-        # Ops the TFLite builtins lack (if any) run through the TF kernels instead of failing the conversion.
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
-        content = converter.convert()
-    except Exception as error:  # the converter raises many types (ConverterError, ValueError, ...)
-        from doom_a3c.config import one_line
+    """The SavedModel's step for one game (batch 1), as TFLite. Two traps of TF 2.21's converter, each giving a
+    model that runs without error but answers wrongly: a free batch axis (zeros: uniform probabilities) and
+    converting the in-memory module rather than the saved one (NaN). TFLite builtins first, TensorFlow's own
+    ops (the flex delegate) only if some op needs them."""
+    loaded = tf.saved_model.load(saved_model)
+    specs = [tf.TensorSpec([1, *spec.shape[1:]], spec.dtype, name=spec.name)
+             for spec in loaded.step.input_signature]
+    function = loaded.step.get_concrete_function(*specs)
+    error = ""
+    for ops in ([tf.lite.OpsSet.TFLITE_BUILTINS], [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]):
+        try:
+            converter = tf.lite.TFLiteConverter.from_concrete_functions([function], loaded)
+            converter.target_spec.supported_ops = ops
+            content = converter.convert()
+        except Exception as failure:  # the converter raises many types (ConverterError, ValueError, ...)
+            from doom_a3c.config import one_line
 
-        return None, one_line(error)
-    with open(path, "wb") as handle:
-        handle.write(content)
-    return path, ""
+            error = one_line(failure)
+            continue
+        with open(path, "wb") as handle:
+            handle.write(content)
+        return path, ""
+    return None, error
 
 
 def numpy_state(batch: int, state_size: int) -> tuple[np.ndarray, np.ndarray]:
