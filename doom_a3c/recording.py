@@ -29,11 +29,13 @@ def upscaled(frames: list[np.ndarray], min_width: int = MIN_VIDEO_WIDTH) -> np.n
 
 def write_gif(path: str, frames: list[np.ndarray], seconds_per_frame: float) -> str:
     """Write RGB frames [H, W, 3] uint8 as a looping GIF that plays at game speed (as close as GIF's
-    10 ms clock allows)."""
+    10 ms clock allows: Doom's tics at 30 ms instead of 28.6)."""
     if not frames:
         raise ValueError("no frames to write")
     tmp = f"{path}.tmp-{os.getpid()}"
-    iio.imwrite(tmp, upscaled(frames), extension=".gif", duration=int(round(seconds_per_frame * 1000)), loop=0)
+    # GIF counts in centiseconds (Pillow truncates): a Doom tic's 28.6 ms is written as 30, not 20.
+    duration = 10 * max(1, round(seconds_per_frame * 100))
+    iio.imwrite(tmp, upscaled(frames), extension=".gif", duration=duration, loop=0)
     os.replace(tmp, path)
     return path
 
