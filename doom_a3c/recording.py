@@ -1,12 +1,11 @@
 """Videos of episodes (GIF, MP4 or both), written under a temporary name and renamed into place.
 
-Small screens are upscaled (nearest neighbour, a whole factor) to at least MIN_VIDEO_WIDTH pixels: ViZDoom's
+Small screens are upscaled (nearest neighbour, a whole factor) towards MIN_VIDEO_WIDTH pixels: ViZDoom's
 160x120 is a stamp on a modern screen. MP4 goes through imageio's ffmpeg plugin (the `imageio-ffmpeg` package
 ships its own ffmpeg binary).
 """
 from __future__ import annotations
 
-import math
 import os
 
 import cv2
@@ -18,9 +17,10 @@ MIN_VIDEO_WIDTH = 320
 
 
 def upscaled(frames: list[np.ndarray], min_width: int = MIN_VIDEO_WIDTH) -> np.ndarray:
-    """[N, H, W, 3] uint8 frames, enlarged by the smallest whole factor that makes them min_width wide."""
+    """[N, H, W, 3] uint8 frames, enlarged by the largest whole factor that keeps them at most min_width wide
+    (160 -> 320; CartPole's 300 stays, its half-size rendering is there to keep GIFs fast to encode)."""
     stack = np.stack(frames)
-    factor = math.ceil(min_width / stack.shape[2])
+    factor = min_width // stack.shape[2]
     if factor <= 1:
         return stack
     return np.stack([cv2.resize(f, (f.shape[1] * factor, f.shape[0] * factor), interpolation=cv2.INTER_NEAREST)
