@@ -105,7 +105,9 @@ def given_fields(config: TrainConfig) -> dict[str, Any]:
 
 
 def train(config: TrainConfig) -> TrainSummary:
-    """Train from a TrainConfig made in Python, exactly as train.py would with the same flags. Bad input raises
+    """Train from a TrainConfig made in Python, exactly as train.py would with the same flags: its flag fields
+    that differ from the defaults count as given, the scenario's preset fills in the rest, and the fields that
+    are no flags (env_kind, actions, game_variables, ...) always come from the scenario. Bad input raises
     ConfigError or CheckpointError (the one line train.py would print)."""
     coordinator = start_run(given_fields(config))
     exit_code = coordinator.run_until_done()
