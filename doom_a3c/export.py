@@ -21,7 +21,6 @@ import json
 import os
 from typing import NamedTuple
 
-import numpy as np
 import tensorflow as tf
 
 from doom_a3c.checkpoint import ensure_writable_dir
@@ -110,8 +109,3 @@ def _write_tflite(saved_model: str, path: str) -> tuple[str | None, str]:
         return path, ""
     return None, error
 
-
-def numpy_state(batch: int, state_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The zero LSTM state an exported policy starts from."""
-    zeros = np.zeros((batch, state_size), np.float32)
-    return zeros, zeros.copy()

@@ -71,13 +71,11 @@ def test_a_played_basic_episode_gif_has_a_frame_per_tic(tmp_path):
     from doom_a3c.evaluation import Agent, play_episode, seconds_per_frame
     from doom_a3c.environment import spec_of
 
-    config = basic_config(tmp_path)
-    agent = None
-    env = None
-    try:
-        from doom_a3c.env_batch import make_environment
+    from doom_a3c.env_batch import make_environment
 
-        env = make_environment(config, seed=3)
+    config = basic_config(tmp_path)
+    env = make_environment(config, seed=3)
+    try:
         spec = spec_of(env)
         agent = Agent(build_network(config, spec, "global"), config, spec, "untrained", 0, seed=2)
         reward, length, frames = play_episode(agent, env)
