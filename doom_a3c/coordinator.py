@@ -139,7 +139,8 @@ class Coordinator:
                              result.mean_value)
             if result.frames:
                 stem = os.path.join(self.config.frames_dir, f"episode_{self.episodes:06d}")
-                write_video(stem, result.frames, self.backend.spec.seconds_per_step, self.config.video)
+                write_video(stem, result.frames, result.seconds_per_frame or self.backend.spec.seconds_per_step,
+                            self.config.video)
         self.log.summarise_episodes(steps)
 
     def _log_restarts(self, now: float) -> None:

@@ -118,6 +118,7 @@ class DoomEnvironment:
         self.num_actions = len(self._actions)
         self._frame_skip = config.frame_skip
         self.seconds_per_step = config.frame_skip / DOOM_TICS_PER_SECOND
+        self.seconds_per_tic = 1.0 / DOOM_TICS_PER_SECOND
         self._crop = tuple(config.crop)
         self._color = config.color
         self.observation_shape = (config.frame_size, config.frame_size, 3 if config.color else 1)

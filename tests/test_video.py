@@ -94,3 +94,49 @@ def test_a_played_basic_episode_gif_has_a_frame_per_tic(tmp_path):
             image.seek(index)
             durations.append(image.info["duration"])
     assert sum(durations) == tics * 30  # a tic's 28.6 ms in GIF's centiseconds: within 5% of the game's speed
+
+
+class UniformPolicy:
+    """Equal logits for 3 actions, no LSTM: the runner samples uniformly."""
+
+    def start_state(self):
+        from doom_a3c.network import LSTMState
+
+        return LSTMState(np.zeros((2, 0), np.float32), np.zeros((2, 0), np.float32))
+
+    def act(self, observations, starts):
+        return np.zeros((len(observations), 3), np.float32), np.zeros(len(observations), np.float32)
+
+    def value(self, observations, starts):
+        return np.zeros(len(observations), np.float32)
+
+
+@pytest.mark.parametrize("processes", [0, 1])
+def test_training_recordings_of_doom_show_every_tic(tmp_path, processes):
+    """Game 0's recorded episodes hold a frame per tic at 1/35 s a frame, in the trainer's own games and in
+    --env-processes children; the unrecorded game 1 goes on a step at a time."""
+    from doom_a3c.env_batch import EnvBatch, ProcessEnvBatch, make_environment
+    from doom_a3c.rollout import GameRunner
+    from doom_a3c.run_state import RunState
+
+    config = basic_config(tmp_path)
+    if processes:
+        games = ProcessEnvBatch([lambda s=s: make_environment(config, s) for s in (3, 4)], processes=processes)
+    else:
+        games = EnvBatch([make_environment(config, s) for s in (3, 4)])
+    run = RunState()
+    try:
+        runner = GameRunner(0, config, games, UniformPolicy(), run, seed=0, record_every=1)
+        episodes = []
+        while len([e for e in episodes if e.worker == 0 and e.frames]) < 2:
+            runner.collect(10)
+            episodes += run.finished_episodes()
+    finally:
+        games.close()
+    recorded = [e for e in episodes if e.frames]
+    assert recorded and all(e.seconds_per_frame == pytest.approx(1 / 35) for e in recorded)
+    for e in recorded:
+        # basic: 4 tics a step, the last step's only up to the episode's end (the engine shows no frame then)
+        assert (e.length - 1) * config.frame_skip < len(e.frames) <= e.length * config.frame_skip
+        assert e.frames[0].shape == (120, 160, 3)
+    assert sum(e.frames is None for e in episodes) >= 1  # game 1 is never recorded
