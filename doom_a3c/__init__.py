@@ -1,7 +1,12 @@
 """doom_a3c: A3C agents that learn ViZDoom, Atari and CartPole from pixels, in TensorFlow 2.
 
+    from doom_a3c import TrainConfig, train, load_agent
+    summary = train(TrainConfig(scenario="basic.wad", max_minutes=2))
+    agent = load_agent(summary.checkpoint)
+
 Importing the package imports TensorFlow once, quietly: TF 2.21 writes oneDNN and CPU-feature notices
 to stderr while it loads (before its log level applies), and a user error must stay one line on stderr.
+The API's names are imported on first use (train.py's --help stays fast).
 """
 import os as _os
 
@@ -10,3 +15,19 @@ _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from doom_a3c.quiet_import import import_tensorflow_quietly  # noqa: E402
 
 import_tensorflow_quietly()
+
+__all__ = ["TrainConfig", "TrainSummary", "train", "Agent", "load_agent", "export_policy"]
+_API = {"TrainConfig": "doom_a3c.config", "TrainSummary": "doom_a3c.training", "train": "doom_a3c.training",
+        "Agent": "doom_a3c.evaluation", "load_agent": "doom_a3c.evaluation", "export_policy": "doom_a3c.export"}
+
+
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'doom_a3c' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -159,6 +159,8 @@ class TrainConfig:
     model_dir: str = _flag("models", "checkpoints, config.json, progress.csv, curve PNG and TensorBoard events")
     frames_dir: str = _flag("frames", "GIFs of worker 0's episodes")
     gif_every: int = _flag(25, "record a GIF every N episodes of worker 0 (0 = never)")
+    video: str = _flag("gif", "format of those recordings: gif, mp4 (H.264, through imageio-ffmpeg) or both",
+                       choices=["gif", "mp4", "both"])
     save_every_minutes: float = _flag(2.0, "save a checkpoint at least this often")
     save_every_episodes: int = _flag(250, "also save a checkpoint every N episodes (0 = only by time)")
     keep_checkpoints: int = _flag(3, "numbered checkpoints to keep besides last.ckpt")

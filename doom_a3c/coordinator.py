@@ -14,7 +14,7 @@ from typing import Protocol
 from doom_a3c.checkpoint import LAST
 from doom_a3c.config import TrainConfig
 from doom_a3c.environment import EnvSpec
-from doom_a3c.recording import write_gif
+from doom_a3c.recording import write_video
 from doom_a3c.run_state import RunState
 from doom_a3c.summaries import RunLog
 
@@ -138,8 +138,9 @@ class Coordinator:
             self.log.episode(self.wall_seconds(), steps, self.episodes, result.worker, result.reward, result.length,
                              result.mean_value)
             if result.frames:
-                path = os.path.join(self.config.frames_dir, f"episode_{self.episodes:06d}.gif")
-                write_gif(path, result.frames, self.backend.spec.seconds_per_step)
+                stem = os.path.join(self.config.frames_dir, f"episode_{self.episodes:06d}")
+                write_video(stem, result.frames, result.seconds_per_frame or self.backend.spec.seconds_per_step,
+                            self.config.video)
         self.log.summarise_episodes(steps)
 
     def _log_restarts(self, now: float) -> None:

@@ -118,6 +118,7 @@ class DoomEnvironment:
         self.num_actions = len(self._actions)
         self._frame_skip = config.frame_skip
         self.seconds_per_step = config.frame_skip / DOOM_TICS_PER_SECOND
+        self.seconds_per_tic = 1.0 / DOOM_TICS_PER_SECOND
         self._crop = tuple(config.crop)
         self._color = config.color
         self.observation_shape = (config.frame_size, config.frame_size, 3 if config.color else 1)
@@ -125,6 +126,10 @@ class DoomEnvironment:
             if self._variable_names else None
         self._last_screen: np.ndarray | None = None
         self._last_observation: np.ndarray | None = None
+        # True: step() plays its frame_skip tics one by one and keeps every tic's screen in `tic_screens`, for
+        # videos that show each tic (play.py); the game, rewards and observations are the same either way.
+        self.record_tics = False
+        self.tic_screens: list[np.ndarray] = []
 
     def _variables(self, variables: list) -> np.ndarray:
         return np.array([self._game.get_game_variable(v) for v in variables])
@@ -180,8 +185,26 @@ class DoomEnvironment:
         self._restart_shaping()
         return self._observe()
 
+    def _advance_tic_by_tic(self, buttons: list[float]) -> float:
+        """make_action(buttons, frame_skip) one tic at a time, keeping each tic's screen until the episode
+        ends (the engine shows none after). The same tics and inputs, so the same game: the rewards of the
+        single tics add up to make_action's."""
+        self.tic_screens = []
+        self._game.set_action(buttons)
+        reward = 0.0
+        for _ in range(self._frame_skip):
+            self._game.advance_action(1)
+            reward += self._game.get_last_reward()
+            if self._game.is_episode_finished() or self._game.is_player_dead():
+                break
+            self.tic_screens.append(self._game.get_state().screen_buffer.copy())
+        return reward
+
     def step(self, action: int) -> Step:
-        reward = self._game.make_action(self._actions[action], self._frame_skip)
+        if self.record_tics:
+            reward = self._advance_tic_by_tic(self._actions[action])
+        else:
+            reward = self._game.make_action(self._actions[action], self._frame_skip)
         if self._frag_reward:
             frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT)
             reward += self._frag_reward * (frags - self._frags)

@@ -93,6 +93,14 @@ class GameBatch(Protocol):
 
     def screen(self, index: int = 0) -> np.ndarray: ...
 
+    def record_tics(self, index: int, on: bool) -> float:
+        """Game `index` keeps the screen of every tic of its steps (on) or not: returns the game time per tic,
+        0.0 for a game that cannot (only ViZDoom's can)."""
+
+    def step_screens(self, index: int) -> list[np.ndarray]:
+        """The screens of every tic of game `index`'s last step, while it records tics (up to the episode's end:
+        its last step's too, though the game was reset since)."""
+
     def close(self) -> None: ...
 
 
@@ -202,6 +210,16 @@ class EnvBatch:
 
     def screen(self, index: int = 0) -> np.ndarray:
         return self.envs[index].screen()
+
+    def record_tics(self, index: int, on: bool) -> float:
+        env = self.envs[index]
+        if not hasattr(env, "record_tics"):
+            return 0.0
+        env.record_tics = on
+        return env.seconds_per_tic
+
+    def step_screens(self, index: int) -> list[np.ndarray]:
+        return list(self.envs[index].tic_screens)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -322,10 +340,20 @@ class ProcessEnvBatch:
         actions = np.asarray(actions)
         return concatenate_steps(self._all("step", [(actions[part],) for part in self._slices]))
 
-    def screen(self, index: int = 0) -> np.ndarray:
+    def _ask_game(self, command: str, index: int, *arguments):
+        """The child EnvBatch's `command` for game `index` of the whole batch."""
         child = next(i for i, part in enumerate(self._slices) if part.start <= index < part.stop)
-        self._send(child, "screen", (index - self._slices[child].start,))
+        self._send(child, command, (index - self._slices[child].start, *arguments))
         return self._receive(child)
+
+    def screen(self, index: int = 0) -> np.ndarray:
+        return self._ask_game("screen", index)
+
+    def record_tics(self, index: int, on: bool) -> float:
+        return self._ask_game("record_tics", index, on)
+
+    def step_screens(self, index: int) -> list[np.ndarray]:
+        return self._ask_game("step_screens", index)
 
     def close(self) -> None:
         atexit.unregister(self.close)

@@ -1,5 +1,6 @@
-"""Play a trained checkpoint: GIFs of every episode and a results.json summary. The games are built from the
-config saved in the checkpoint, never from a preset: a checkpoint plays as it was trained."""
+"""A trained checkpoint as an agent: `load_agent` for Python users, and play.py's episodes (videos and a
+results.json summary) on top of it. The games are built from the config saved in the checkpoint, never from a
+preset: a checkpoint plays as it was trained."""
 from __future__ import annotations
 
 import json
@@ -11,61 +12,152 @@ import numpy as np
 import tensorflow as tf
 
 from doom_a3c.build import build_network
-from doom_a3c.checkpoint import CheckpointError, atomic_write_text, ensure_writable_dir, read_checkpoint, resolve_prefix, \
-    restore
-from doom_a3c.config import ConfigError
+from doom_a3c.checkpoint import CheckpointError, atomic_write_text, ensure_writable_dir, read_checkpoint, \
+    resolve_prefix, restore
+from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.env_batch import make_environment
-from doom_a3c.environment import network_inputs, spec_of
-from doom_a3c.recording import write_gif
+from doom_a3c.environment import Environment, EnvSpec, network_inputs, spec_of
+from doom_a3c.network import ActorCritic
+from doom_a3c.recording import VIDEO_FORMATS, write_video
 from doom_a3c.resolve import upgrade_saved_config
+
+PLAY_SEED_OFFSET = 10_000  # play's games are seeded apart from every training game
+
+
+class PolicyOutput(NamedTuple):
+    probabilities: np.ndarray  # [A] float64, the policy's action probabilities
+    value: float  # the critic's estimate, in learning (scaled) reward units
+
+
+class Agent:
+    """A checkpoint's network acting in one game at a time; it keeps the LSTM state itself.
+
+    `reset()` at the start of each episode (and where Step.done ends a life, as in training); `act(observation)`
+    returns the action index for the observation `make_env()`'s games return.
+    """
+
+    def __init__(self, net: ActorCritic, config: TrainConfig, spec: EnvSpec, prefix: str, trained_env_steps: int,
+                 greedy: bool = False, seed: int = 0):
+        self.net = net
+        self.config = config
+        self.spec = spec
+        self.checkpoint = prefix
+        self.trained_env_steps = trained_env_steps
+        self.greedy = greedy
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+        self._step = tf.function(net.step)
+        self.reset()
+
+    @property
+    def num_actions(self) -> int:
+        return self.spec.num_actions
+
+    def make_env(self, seed: int | None = None) -> Environment:
+        """A game exactly as the checkpoint was trained on (frame skip, preprocessing, action set, game
+        variables); seeded with `seed`, by default the agent's seed + 10,000."""
+        return make_environment(self.config, seed=self.seed + PLAY_SEED_OFFSET if seed is None else seed)
+
+    def reset(self) -> None:
+        """Forget the LSTM state: the next observation starts an episode."""
+        self._state, self._starts = self.net.initial_state(1), tf.ones([1])
+
+    def policy(self, observation: np.ndarray) -> PolicyOutput:
+        """One network step on `observation` (as the env returns it, no batch axis); advances the LSTM state."""
+        out = self._step(network_inputs(np.asarray(observation)[None]), self._state, self._starts)
+        self._state, self._starts = out.state, tf.zeros([1])
+        return PolicyOutput(tf.nn.softmax(out.logits[0]).numpy().astype(np.float64), float(out.values[0]))
+
+    def choose(self, probabilities: np.ndarray) -> int:
+        """The greedy or a sampled action for these probabilities."""
+        if self.greedy:
+            return int(np.argmax(probabilities))
+        return int(self._rng.choice(len(probabilities), p=probabilities / probabilities.sum()))
+
+    def act(self, observation: np.ndarray) -> int:
+        """The action for `observation`: the most likely one if greedy, else sampled from the policy."""
+        return self.choose(self.policy(observation).probabilities)
+
+
+def load_agent(path: str, greedy: bool = False, seed: int = 0) -> Agent:
+    """The agent of a checkpoint prefix (models/last.ckpt) or run folder. CheckpointError when it is missing,
+    corrupt or does not fit its games. Call from the main thread (Keras builds its layers there)."""
+    prefix = resolve_prefix(path)
+    saved = read_checkpoint(prefix)
+    config = upgrade_saved_config(saved.config, prefix)
+    env = make_environment(config, seed=seed + PLAY_SEED_OFFSET)  # the only sure source of the observation shape
+    try:
+        spec = spec_of(env)
+    finally:
+        env.close()
+    if spec.num_actions != saved.num_actions:
+        raise CheckpointError(f"{prefix} has {saved.num_actions} actions but its games have {spec.num_actions}")
+    net = build_network(config, spec, name="global")
+    restore(tf.train.Checkpoint(model=net), prefix, partial=True)
+    return Agent(net, config, spec, prefix, int(saved.counters["env_steps"]), greedy, seed)
 
 
 class EpisodeSummary(NamedTuple):
     reward: float
-    length: int
-    gif: str
+    length: int  # agent steps
+    gif: str  # the first video written (the GIF unless --video mp4)
+    videos: list[str]
+    frames: int  # video frames: every game tic for ViZDoom, one per step otherwise
 
 
-def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: int = 0) -> list[EpisodeSummary]:
+def play_episode(agent: Agent, env: Environment) -> tuple[float, int, list[np.ndarray]]:
+    """One whole game: (reward, steps, the screens a person sees). ViZDoom games show every tic. An Atari life
+    loss resets the LSTM, as in training, and the game goes on."""
+    tic_by_tic = hasattr(env, "record_tics")  # ViZDoom: a frame per tic, not per frame_skip tics
+    if tic_by_tic:
+        env.record_tics = True
+    observation = env.reset()
+    agent.reset()
+    frames = [env.screen().copy()]
+    total, length, game_over = 0.0, 0, False
+    while not game_over:
+        result = env.step(agent.act(observation))
+        total, length, game_over = total + result.reward, length + 1, result.game_over
+        if tic_by_tic:
+            frames.extend(env.tic_screens)
+        elif not game_over:
+            frames.append(env.screen().copy())
+        if result.done:
+            agent.reset()
+        observation = result.observation
+    return total, length, frames
+
+
+def seconds_per_frame(env: Environment) -> float:
+    if hasattr(env, "record_tics"):
+        from doom_a3c.doom_env import DOOM_TICS_PER_SECOND
+
+        return 1.0 / DOOM_TICS_PER_SECOND
+    return env.seconds_per_step
+
+
+def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: int = 0,
+         video: str = "gif") -> list[EpisodeSummary]:
+    """Play `episodes` games of a checkpoint; videos (`video`: gif, mp4 or both) and results.json in `out`."""
+    if video not in VIDEO_FORMATS:
+        raise ConfigError(f"--video must be one of {', '.join(VIDEO_FORMATS)}, got {video!r}")
     prefix = resolve_prefix(model)
-    saved = read_checkpoint(prefix)
-    config, counters = upgrade_saved_config(saved.config, prefix), saved.counters
     ensure_writable_dir(out, "--out")
-    env = make_environment(config, seed=seed + 10_000)
-    try:
-        if env.num_actions != saved.num_actions:
-            raise CheckpointError(f"{prefix} has {saved.num_actions} actions but its games have {env.num_actions}")
-        net = build_network(config, spec_of(env), name="global")
-        restore(tf.train.Checkpoint(model=net), prefix, partial=True)
-    except CheckpointError:
-        env.close()
-        raise
-    step = tf.function(net.step)
-    rng = np.random.default_rng(seed)
+    agent = load_agent(prefix, greedy, seed)
+    env = agent.make_env()
     summaries = []
-    for index in range(episodes):
-        observation = env.reset()
-        frames = [env.screen().copy()]
-        state, starts = net.initial_state(1), tf.ones([1])
-        total, length, game_over = 0.0, 0, False
-        while not game_over:  # a whole game: an Atari life loss resets the LSTM, as in training, and goes on
-            net_out = step(network_inputs(observation[None]), state, starts)
-            state = net_out.state
-            probs = tf.nn.softmax(net_out.logits[0]).numpy().astype(np.float64)
-            action = int(np.argmax(probs)) if greedy else int(rng.choice(len(probs), p=probs / probs.sum()))
-            result = env.step(action)
-            total, length, game_over = total + result.reward, length + 1, result.game_over
-            starts = tf.ones([1]) if result.done else tf.zeros([1])
-            observation = result.observation
-            if not game_over:
-                frames.append(env.screen().copy())
-        gif = write_gif(os.path.join(out, f"episode_{index + 1:03d}.gif"), frames, env.seconds_per_step)
-        summaries.append(EpisodeSummary(total, length, gif))
-    env.close()
+    try:
+        for index in range(episodes):
+            total, length, frames = play_episode(agent, env)
+            paths = write_video(os.path.join(out, f"episode_{index + 1:03d}"), frames, seconds_per_frame(env), video)
+            summaries.append(EpisodeSummary(total, length, paths[0], paths, len(frames)))
+    finally:
+        env.close()
     rewards = [s.reward for s in summaries]
     results = {
-        "checkpoint": prefix, "scenario": config.scenario, "trained_env_steps": counters["env_steps"],
-        "greedy": greedy, "episodes": [s._asdict() for s in summaries],
+        "checkpoint": agent.checkpoint, "scenario": agent.config.scenario,
+        "trained_env_steps": agent.trained_env_steps, "greedy": greedy,
+        "episodes": [s._asdict() for s in summaries],
         "mean_reward": float(np.mean(rewards)), "std_reward": float(np.std(rewards)),
         "mean_length": float(np.mean([s.length for s in summaries])),
     }
@@ -73,17 +165,28 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
     return summaries
 
 
-def main(model: str, out: str, episodes: int, greedy: bool, seed: int) -> int:
+def main(model: str, out: str, episodes: int, greedy: bool, seed: int, video: str = "gif",
+         export: str | None = None) -> int:
+    """play.py: play and record, or with `export` write the acting step as a SavedModel (and TFLite)."""
     try:
+        if export is not None:
+            from doom_a3c.export import export_policy
+
+            exported = export_policy(load_agent(model, greedy, seed), export)
+            print(f"SavedModel of the acting step in {exported.saved_model}")
+            print(f"TFLite: {exported.tflite}" if exported.tflite else f"TFLite: not written ({exported.tflite_error})")
+            return 0
+        if out is None:
+            raise ConfigError("--out is required (or --export DIR)")
         if episodes <= 0:
             raise ConfigError(f"--episodes must be > 0, got {episodes}")
-        summaries = play(model, out, episodes, greedy, seed)
+        summaries = play(model, out, episodes, greedy, seed, video)
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     rewards = np.array([s.reward for s in summaries])
     for i, s in enumerate(summaries, 1):
-        print(f"episode {i}: reward {s.reward:.1f}, {s.length} steps -> {s.gif}")
+        print(f"episode {i}: reward {s.reward:.1f}, {s.length} steps -> {', '.join(s.videos)}")
     print(f"mean reward {rewards.mean():.1f} +- {rewards.std():.1f} over {len(rewards)} episodes; "
           f"results in {os.path.join(out, 'results.json')}")
     return 0

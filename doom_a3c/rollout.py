@@ -82,11 +82,17 @@ class GameRunner:
         self._episode_length = np.zeros(batch, np.int64)
         self._episode_value_sum = np.zeros(batch)
         self._recorded_episodes = 0  # episodes of game 0, for GIF selection
+        # Game time per recorded frame while game 0 records every tic (ViZDoom); 0.0: a frame per step.
+        self._seconds_per_tic = 0.0
         self._frames: list[np.ndarray] | None = self._maybe_start_recording()
 
     def _maybe_start_recording(self) -> list[np.ndarray] | None:
         if self.record_every and self._recorded_episodes % self.record_every == 0:
+            self._seconds_per_tic = self.games.record_tics(0, True)
             return [self.games.screen(0).copy()]
+        if self._seconds_per_tic:  # stepping tic by tic renders every tic: only while recording
+            self.games.record_tics(0, False)
+            self._seconds_per_tic = 0.0
         return None
 
     def _choose(self, logits: np.ndarray) -> np.ndarray:
@@ -117,9 +123,12 @@ class GameRunner:
                 # state that would have seen it next (no reset), before the new game's reset.
                 final_values = self.policy.value(result.final_observations, np.zeros(batch, np.float32))
                 end_values[t] = np.where(result.truncated, final_values, 0.0)
+            if self._frames is not None and self._seconds_per_tic and not result.crashes[0]:
+                self._frames.extend(self.games.step_screens(0))  # the episode's last step's tics too
             self._track_episodes(result.rewards, values[t], result.game_overs)  # true scores: whole games
             self._drop_crashed(result.crashes)
-            if self._frames is not None and not (result.game_overs[0] or result.crashes[0]):
+            if self._frames is not None and not self._seconds_per_tic and not (result.game_overs[0] or
+                                                                               result.crashes[0]):
                 self._frames.append(self.games.screen(0).copy())
             self._observations = result.observations
             self._starts = dones[t].copy()
@@ -135,7 +144,8 @@ class GameRunner:
             recorded = b == 0 and self._frames is not None
             self.run.episodes.put(EpisodeResult(
                 self.index, float(self._episode_reward[b]), int(self._episode_length[b]),
-                float(self._episode_value_sum[b] / self._episode_length[b]), self._frames if recorded else None))
+                float(self._episode_value_sum[b] / self._episode_length[b]), self._frames if recorded else None,
+                self._seconds_per_tic if recorded else 0.0))
             self._episode_reward[b] = self._episode_length[b] = self._episode_value_sum[b] = 0
             if b == 0:
                 self._recorded_episodes += 1
@@ -149,6 +159,8 @@ class GameRunner:
             self._episode_reward[b] = self._episode_length[b] = self._episode_value_sum[b] = 0
             if b == 0 and self._frames is not None:
                 self._frames = [self.games.screen(0).copy()]  # the recording starts over with the new game
+                if self._seconds_per_tic:
+                    self.games.record_tics(0, True)  # a new game object: tell it again
 
     def close(self) -> None:
         self.games.close()

@@ -16,6 +16,7 @@ class EpisodeResult(NamedTuple):
     length: int
     mean_value: float
     frames: list[np.ndarray] | None  # full-resolution RGB screens, when this episode was recorded
+    seconds_per_frame: float = 0.0  # game time per recorded frame: a ViZDoom tic; 0.0 = one frame per step
 
 
 class GameRestart(NamedTuple):

@@ -2,9 +2,9 @@
 
 `--scenario` takes three kinds: a ViZDoom scenario (a shipped name or a .cfg/.wad path), an Atari game
 by its ALE id (`ALE/Pong-v5`) and any other gymnasium id with vector observations (`CartPole-v1`).
-Presets live in `scenarios/<name>.toml`: environment values (frame skip, reward scale, action set,
-crop, ...) at the top, and a `[train]` table of defaults for any training flag. They are read only
-by doom_a3c/resolve.py, when a run starts.
+Presets live in `scenarios/<name>.toml` (installed: `doom_a3c/presets/`): environment values (frame skip,
+reward scale, action set, crop, ...) at the top, and a `[train]` table of defaults for any training flag.
+They are read only by doom_a3c/resolve.py, when a run starts.
 
 A user's own .cfg or .wad is checked here, before anything is written or moved: the engine itself would
 load a file that is not a WAD, or a map the WAD lacks, without a word, and train on some other map.
@@ -19,7 +19,16 @@ from pathlib import Path
 from doom_a3c.config import ConfigError
 from doom_a3c.wad import wad_maps
 
-PRESETS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+
+def _presets_dir() -> Path:
+    """The presets: `doom_a3c/presets/` when installed (pyproject.toml maps the checkout's top-level
+    `scenarios/` there as package data), `scenarios/` beside the package in a checkout."""
+    package = Path(__file__).resolve().parent
+    installed = package / "presets"
+    return installed if installed.is_dir() else package.parent / "scenarios"
+
+
+PRESETS_DIR = _presets_dir()
 DOOM, ATARI, VECTOR = "doom", "atari", "vector"
 
 # Used for a bare .wad with no .cfg beside it: the buttons most Doom scenarios need.

@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from doom_a3c.checkpoint import CONFIG_FILE, LAST, CheckpointError, SavedRun, ensure_writable_dir, read_checkpoint, \
     resolve_prefix
@@ -61,29 +61,55 @@ def resolve_run(given: dict[str, Any]) -> tuple[TrainConfig, SavedRun | None]:
     return resolve_new_run(given), None
 
 
+class TrainSummary(NamedTuple):
+    """What `train` returns: the run's totals when it stopped."""
+
+    env_steps: int
+    episodes: int
+    mean_reward_100: float  # mean unscaled reward of the last 100 episodes (NaN before the first)
+    checkpoint: str  # the last checkpoint's prefix: load_agent(summary.checkpoint)
+    exit_code: int  # 0; 1 when a worker failed (its error on stderr, a final checkpoint saved all the same)
+
+
+def start_run(given: dict[str, Any]) -> Coordinator:
+    """A run ready to go from the flags given, by field name; ConfigError/CheckpointError for bad input."""
+    TrainConfig(**given).validate()  # the user's own values first, before anything is looked up
+    config, saved = resolve_run(given)
+    ensure_writable_dir(config.model_dir, "--model-dir")
+    ensure_writable_dir(config.frames_dir, "--frames-dir")
+    if saved is None:
+        archived = archive_previous_run(config.model_dir)
+        if archived:
+            print(f"note: the previous run in {config.model_dir} was moved to {archived}", file=sys.stderr)
+    backend = build_backend(config, saved.prefix if saved else None)
+    counters = saved.counters if saved else {}
+    return Coordinator(config, backend, episodes=int(counters.get("episodes", 0)),
+                       wall_offset=float(counters.get("wall_seconds", 0.0)), resumed=saved is not None)
+
+
 def train_from_flags(given: dict[str, Any]) -> int:
     """train.py: the flags given on the command line, by field name. Returns the exit code."""
     try:
-        TrainConfig(**given).validate()  # the user's own values first, before anything is looked up
-        config, saved = resolve_run(given)
-        ensure_writable_dir(config.model_dir, "--model-dir")
-        ensure_writable_dir(config.frames_dir, "--frames-dir")
-        if saved is None:
-            archived = archive_previous_run(config.model_dir)
-            if archived:
-                print(f"note: the previous run in {config.model_dir} was moved to {archived}", file=sys.stderr)
-        backend = build_backend(config, saved.prefix if saved else None)
+        coordinator = start_run(given)
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    counters = saved.counters if saved else {}
-    coordinator = Coordinator(config, backend, episodes=int(counters.get("episodes", 0)),
-                              wall_offset=float(counters.get("wall_seconds", 0.0)), resumed=saved is not None)
     return coordinator.run_until_done()
 
 
-def train(config: TrainConfig) -> int:
-    """Train from a TrainConfig made in Python: the fields that differ from the defaults count as given."""
-    given = {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)
-             if getattr(config, f.name) != f.default and f.metadata.get("flag", True)}
-    return train_from_flags(given)
+def given_fields(config: TrainConfig) -> dict[str, Any]:
+    """The flag fields of a TrainConfig made in Python that differ from the defaults: they count as given,
+    the others are left to the preset, as on the command line."""
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)
+            if f.metadata.get("flag", True) and getattr(config, f.name) != f.default}
+
+
+def train(config: TrainConfig) -> TrainSummary:
+    """Train from a TrainConfig made in Python, exactly as train.py would with the same flags: its flag fields
+    that differ from the defaults count as given, the scenario's preset fills in the rest, and the fields that
+    are no flags (env_kind, actions, game_variables, ...) always come from the scenario. Bad input raises
+    ConfigError or CheckpointError (the one line train.py would print)."""
+    coordinator = start_run(given_fields(config))
+    exit_code = coordinator.run_until_done()
+    return TrainSummary(int(coordinator.run.counters.env_steps), coordinator.episodes, coordinator.log.mean_reward(),
+                        os.path.join(coordinator.config.model_dir, LAST), exit_code)

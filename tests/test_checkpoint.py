@@ -226,7 +226,7 @@ def test_saved_checkpoint_plays_in_process(tmp_path, monkeypatch):
     assert results["trained_env_steps"] == 42 and results["greedy"] is True
     assert results["episodes"][0]["reward"] == summaries[0].reward == results["mean_reward"]
     assert results["std_reward"] == 0.0
-    assert iio.imread(out / "episode_001.gif", index=None).shape[1:] == (120, 160, 3)
+    assert iio.imread(out / "episode_001.gif", index=None).shape[1:] == (240, 320, 3)
 
 
 def test_saving_the_same_step_twice_keeps_working(saved):

@@ -174,18 +174,19 @@ def test_tensorboard_events(trained):
 
 
 def test_training_gifs_are_full_resolution_rgb(trained):
-    """GIFs of worker 0's episodes show the 160x120 colour screen, not the 84x84 network input."""
+    """GIFs of worker 0's episodes show the 160x120 colour screen (doubled), not the 84x84 network input."""
     gifs = sorted(trained.frames_dir.glob("episode_*.gif"))
     assert gifs
     rows = {int(r["episode"]): r for r in read_rows(trained.model_dir / "progress.csv")}
     for gif in gifs:
         frames = iio.imread(gif, index=None)
-        assert frames.ndim == 4 and frames.shape[1:] == (120, 160, 3), frames.shape
+        assert frames.ndim == 4 and frames.shape[1:] == (240, 320, 3), frames.shape
         assert frames.dtype == np.uint8
         assert np.any(frames[..., 0] != frames[..., 2])  # colour, not grey
         row = rows[int(gif.stem.split("_")[1])]
         assert row["worker"] == 0
-        assert 1 <= len(frames) <= row["length"]  # GIF writers may merge identical frames
+        # A frame per game tic (basic: 4 per step); GIF writers may merge identical frames.
+        assert 1 <= len(frames) <= 4 * row["length"]
     assert not list(trained.frames_dir.glob("*.tmp-*"))
 
 
@@ -205,8 +206,10 @@ def test_play_writes_gifs_and_results(trained, played):
     for e in episodes:
         assert 1 <= e["length"] <= 76 and -1000 < e["reward"] <= 101
         frames = iio.imread(e["gif"], index=None)
-        assert frames.shape[1:] == (120, 160, 3)
-        assert 1 <= len(frames) <= e["length"]
+        assert frames.shape[1:] == (240, 320, 3)  # 160x120 doubled
+        # A frame per game tic (basic: 4 per step, the last step's only up to its end); GIF writers may merge
+        # identical frames.
+        assert 4 * (e["length"] - 1) < e["frames"] <= 4 * e["length"] and 1 <= len(frames) <= e["frames"]
     assert "mean reward" in played.proc.stdout
 
 

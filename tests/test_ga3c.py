@@ -214,7 +214,7 @@ def test_training_reports_a_ga3c_thread_error_in_one_line_after_a_final_checkpoi
     config = TrainConfig(scenario="CartPole-v1", trainer="ga3c", workers=2, envs_per_worker=2, env_threads=1,
                          rollout=10, lstm_size=8, hidden_size=8, gif_every=0, model_dir=str(tmp_path / "m"),
                          frames_dir=str(tmp_path / "f"))
-    assert train(config) == 1
+    assert train(config).exit_code == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "trainer thread broke" in lines[0], lines
     assert calls == [2, 2, 2]  # one rollout per runner in each batch

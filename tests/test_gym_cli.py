@@ -97,7 +97,7 @@ def test_atari_run_reports_whole_game_scores_and_colour_gifs(breakout):
     gifs = sorted(frames.glob("episode_*.gif"))
     assert gifs
     image = iio.imread(gifs[0], index=None)
-    assert image.shape[1:] == (210, 160, 3) and np.any(image[..., 0] != image[..., 2])  # the colour screen
+    assert image.shape[1:] == (420, 320, 3) and np.any(image[..., 0] != image[..., 2])  # the colour screen
 
 
 def test_play_on_atari(breakout, tmp_path):
@@ -108,7 +108,7 @@ def test_play_on_atari(breakout, tmp_path):
     results = json.loads((out / "results.json").read_text())
     episode = results["episodes"][0]
     assert episode["length"] > 40 and episode["reward"] >= 0
-    assert iio.imread(out / "episode_001.gif", index=None).shape[1:] == (210, 160, 3)
+    assert iio.imread(out / "episode_001.gif", index=None).shape[1:] == (420, 320, 3)
 
 
 @pytest.mark.parametrize("scenario,needles", [

@@ -169,7 +169,7 @@ def train_cartpole(tmp_path, monkeypatch, **overrides):
     config = TrainConfig(scenario="CartPole-v1", workers=2, envs_per_worker=2, env_threads=1, rollout=10,
                          lstm_size=8, hidden_size=8, gif_every=0, log_every_seconds=0.5,
                          model_dir=str(tmp_path / "m"), frames_dir=str(tmp_path / "f"), **overrides)
-    return train(config)
+    return train(config).exit_code
 
 
 def test_a_run_goes_on_through_game_failures(tmp_path, monkeypatch, capsys):
