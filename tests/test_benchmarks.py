@@ -264,3 +264,26 @@ def test_comparison_with_sample_factory_at_equal_wall_time(tmp_path):
     assert rows[0][1:] == pytest.approx((200.0, 250.0, 0.8))
     assert rows[2][1:] == pytest.approx((300.0, 750.0, 0.4))
     assert (tmp_path / "comparison.png").stat().st_size > 1000
+
+
+def test_env_libraries_counts_the_cpu_of_child_processes_per_step(tmp_path):
+    """A 'step' that makes a child process burn about 0.3 s of CPU: the CPU per step must include it."""
+    import subprocess
+
+    script = load_script("env_libraries")
+    burner = [sys.executable, "-c", "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+              "time.sleep(0.5)"]  # alive a while after burning, so its CPU is counted while it runs
+
+    children = []
+
+    def step() -> int:
+        if not children:
+            children.append(subprocess.Popen(burner))
+        time.sleep(0.05)
+        return 1
+
+    rate, cpu_ms = script.timed(step, lambda: None, seconds=0.7)
+    children[0].wait()
+    steps = rate * 0.7
+    assert 5 < steps < 20
+    assert cpu_ms * steps >= 250  # the child's 0.3 s, counted while it ran
