@@ -71,6 +71,7 @@ class GameRunner:
         self.run = run
         self.reward_scale = config.reward_scale
         self.record_every = record_every
+        self.video_tics = config.video_tics  # ViZDoom: record game 0 tic by tic (costs the trainer speed)
         self.epsilon = epsilon  # None: act on the policy alone
         self.rng = np.random.default_rng(seed)
         batch = len(games)
@@ -88,7 +89,8 @@ class GameRunner:
 
     def _maybe_start_recording(self) -> list[np.ndarray] | None:
         if self.record_every and self._recorded_episodes % self.record_every == 0:
-            self._seconds_per_tic = self.games.record_tics(0, True)
+            if self.video_tics:
+                self._seconds_per_tic = self.games.record_tics(0, True)
             return [self.games.screen(0).copy()]
         if self._seconds_per_tic:  # stepping tic by tic renders every tic: only while recording
             self.games.record_tics(0, False)

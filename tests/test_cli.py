@@ -185,8 +185,8 @@ def test_training_gifs_are_full_resolution_rgb(trained):
         assert np.any(frames[..., 0] != frames[..., 2])  # colour, not grey
         row = rows[int(gif.stem.split("_")[1])]
         assert row["worker"] == 0
-        # A frame per game tic (basic: 4 per step); GIF writers may merge identical frames.
-        assert 1 <= len(frames) <= 4 * row["length"]
+        # A frame per agent step by default (--video-tics: per game tic); GIF writers may merge identical frames.
+        assert 1 <= len(frames) <= row["length"]
     assert not list(trained.frames_dir.glob("*.tmp-*"))
 
 

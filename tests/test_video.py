@@ -1,5 +1,7 @@
 """Videos: MP4 through imageio's ffmpeg plugin at the right frame count and rate, small screens upscaled, and
 ViZDoom episodes recorded tic by tic (a frame per game tic) without changing the game."""
+import dataclasses
+
 import numpy as np
 import imageio.v3 as iio
 import pytest
@@ -112,14 +114,14 @@ class UniformPolicy:
 
 
 @pytest.mark.parametrize("processes", [0, 1])
-def test_training_recordings_of_doom_show_every_tic(tmp_path, processes):
-    """Game 0's recorded episodes hold a frame per tic at 1/35 s a frame, in the trainer's own games and in
-    --env-processes children; the unrecorded game 1 goes on a step at a time."""
+def test_training_recordings_of_doom_show_every_tic_with_video_tics(tmp_path, processes):
+    """--video-tics: game 0's recorded episodes hold a frame per tic at 1/35 s a frame, in the trainer's own games
+    and in --env-processes children; the unrecorded game 1 goes on a step at a time."""
     from doom_a3c.env_batch import EnvBatch, ProcessEnvBatch, make_environment
     from doom_a3c.rollout import GameRunner
     from doom_a3c.run_state import RunState
 
-    config = basic_config(tmp_path)
+    config = dataclasses.replace(basic_config(tmp_path), video_tics=True)
     if processes:
         games = ProcessEnvBatch([lambda s=s: make_environment(config, s) for s in (3, 4)], processes=processes)
     else:
