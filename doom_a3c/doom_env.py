@@ -62,7 +62,11 @@ class DoomEnvironment:
     """One ViZDoom game, rendering RGB at --screen-resolution, stepping `frame_skip` tics per action; the
     network sees (frame_size, frame_size, 1) grey frames (RGB, 3 channels, with the preset's `color`), and
     beside them the config's game variables (each times its scale) as a record observation when there
-    are any. Everything comes from the resolved config."""
+    are any. Everything comes from the resolved config.
+
+    Kept instead of ViZDoom's own gymnasium env: on basic with random actions, preprocessing included, 2,426 env
+    steps/s and 0.40 ms CPU a step against its 827 and 1.16 ms (it renders the .cfg's 320x240 and wraps every
+    step in dicts); benchmarks/env_libraries.py, 2026-11-23, 20 s each, quiet 2-core machine."""
 
     def __init__(self, config: TrainConfig, seed: int = 0):
         import vizdoom as vzd
