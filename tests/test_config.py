@@ -329,7 +329,7 @@ def test_frame_size_sets_the_doom_observation_and_its_terminal_frame(tmp_path, m
         halved = cv2.resize(big[:, :, 0], (42, 42), interpolation=cv2.INTER_AREA)
         assert np.abs(obs[:, :, 0].astype(int) - halved.astype(int)).max() <= 2  # two resizes round differently
         result = env.step(0)
-        while not result.done:
+        while not result.game_over:
             result = env.step(0)  # basic ends after 300 tics
         assert result.observation.shape == (42, 42, 1)
     finally:
@@ -354,7 +354,7 @@ def test_every_shipped_scenario_starts_and_steps(name, tmp_path, monkeypatch):
         for step in range(2 * env.num_actions):
             result = env.step(step % env.num_actions)
             assert isinstance(result.reward, float)
-            if result.done:
+            if result.game_over:
                 env.reset()
             else:
                 assert frame(result.observation).shape == (size, size, 1)

@@ -187,7 +187,7 @@ def test_doom_game_variables_and_shaping_come_from_the_engine(tmp_path, monkeypa
         shaping_total, seen_change = 0.0, False
         for _ in range(60):
             step = env.step(0)
-            if step.done:
+            if step.game_over:
                 break
             now = env._game.get_game_variable(env._vzd.GameVariable.HEALTH)
             assert step.reward == 4.0  # the living reward of 4 tics, unshaped
@@ -252,7 +252,7 @@ def test_exploration_bonus_pays_each_new_cell_once_per_episode(tmp_path, monkeyp
             visited, paid = {cell()}, 0
             for t in range(40):
                 step = env.step(forward if t % 5 else turn)
-                if step.done:
+                if step.game_over:
                     break
                 here = cell()
                 assert step.shaping == (0.5 if here not in visited else 0.0)
