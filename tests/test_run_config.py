@@ -138,7 +138,8 @@ BOOLEAN_FLAGS = [f.name for f in dataclasses.fields(TrainConfig)
 
 
 def test_every_boolean_is_a_flag_both_ways():
-    assert set(BOOLEAN_FLAGS) == {"clip_rewards", "normalize_advantages", "lstm", "separate_networks", "resume"}
+    assert set(BOOLEAN_FLAGS) == {"clip_rewards", "normalize_advantages", "lstm", "separate_networks", "resume",
+                                  "video_tics"}
     parser = build_parser("test")
     for name in BOOLEAN_FLAGS:
         flag = name.replace("_", "-")
