@@ -4,17 +4,10 @@
     summary = train(TrainConfig(scenario="basic.wad", max_minutes=2))
     agent = load_agent(summary.checkpoint)
 
-Importing the package imports TensorFlow once, quietly: TF 2.21 writes oneDNN and CPU-feature notices
-to stderr while it loads (before its log level applies), and a user error must stay one line on stderr.
-The API's names are imported on first use (train.py's --help stays fast).
+TensorFlow is imported on first use, quietly, through `doom_a3c.quiet_import` (TF 2.21 writes oneDNN and
+CPU-feature notices to stderr while it loads, and a user error must stay one line on stderr). The API's names
+are imported on first use too, so `--help` and a bad flag answer without TF's import.
 """
-import os as _os
-
-_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from doom_a3c.quiet_import import import_tensorflow_quietly  # noqa: E402
-
-import_tensorflow_quietly()
 
 __all__ = ["TrainConfig", "TrainSummary", "train", "Agent", "load_agent", "export_policy"]
 _API = {"TrainConfig": "doom_a3c.config", "TrainSummary": "doom_a3c.training", "train": "doom_a3c.training",

@@ -7,7 +7,7 @@ from doom_a3c.env_batch import GameBatch
 from doom_a3c.learning import GlobalLearner
 from doom_a3c.local_copy import LocalCopy
 from doom_a3c.rollout import GameRunner, Rollout
-from doom_a3c.run_state import RunState, TrainMetrics
+from doom_a3c.run_state import TrainMetrics
 
 
 class A3CWorker:

@@ -9,16 +9,15 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-import keras
-import tensorflow as tf
-
-from doom_a3c.checkpoint import Checkpointer, CheckpointError, RunCounters, restore
+from doom_a3c.checkpoint import Checkpointer, RunCounters, restore
 from doom_a3c.config import TrainConfig
 from doom_a3c.env_batch import GameBatch, make_env_batch
 from doom_a3c.environment import EnvSpec
 from doom_a3c.exploration import EpsilonSchedule, worker_epsilons
 from doom_a3c.learning import GlobalLearner
 from doom_a3c.network import ActorCritic, build_actor_critic
+from doom_a3c.quiet_import import keras, tf
+from doom_a3c.run_files import CheckpointError
 from doom_a3c.run_state import Counters, RunState
 
 GAME_SEED_STRIDE = 1000  # worker w's game e gets seed + 1000 w + e

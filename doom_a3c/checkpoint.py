@@ -11,19 +11,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 from typing import Any, NamedTuple
 
-import tensorflow as tf
-
 from doom_a3c.config import TrainConfig
-
-LAST = "last.ckpt"
-CONFIG_FILE = "config.json"
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that is missing, corrupt, or made for something else: a one-line user error."""
+from doom_a3c.quiet_import import tf
+from doom_a3c.run_files import CONFIG_FILE, LAST, CheckpointError, atomic_write_text
 
 
 class SavedRun(NamedTuple):
@@ -46,15 +38,6 @@ class RunCounters(tf.Module):
         self.wall_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
         self.num_actions = tf.Variable(num_actions, dtype=tf.int64, trainable=False)
         self.config_json = tf.Variable(config.to_json(), dtype=tf.string, trainable=False)
-
-
-def atomic_write_text(path: str, text: str) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def _checkpoint_files(prefix: str) -> list[str]:
@@ -148,13 +131,3 @@ def restore(checkpoint: tf.train.Checkpoint, prefix: str, partial: bool = False)
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"cannot restore {prefix}: {reason[:300]}") from None
 
-
-def ensure_writable_dir(path: str, what: str) -> None:
-    try:
-        Path(path).mkdir(parents=True, exist_ok=True)
-        probe = os.path.join(path, f".write-test-{os.getpid()}")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
-    except OSError as error:
-        raise CheckpointError(f"{what} {path} is not writable: {error.strerror or error}") from None

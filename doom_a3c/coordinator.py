@@ -11,10 +11,10 @@ import time
 from collections import deque
 from typing import Protocol
 
-from doom_a3c.checkpoint import LAST
 from doom_a3c.config import TrainConfig
 from doom_a3c.environment import EnvSpec
 from doom_a3c.recording import write_video
+from doom_a3c.run_files import LAST
 from doom_a3c.run_state import RunState
 from doom_a3c.summaries import RunLog
 

@@ -9,17 +9,17 @@ import sys
 from typing import NamedTuple
 
 import numpy as np
-import tensorflow as tf
 
 from doom_a3c.build import build_network
-from doom_a3c.checkpoint import CheckpointError, atomic_write_text, ensure_writable_dir, read_checkpoint, \
-    resolve_prefix, restore
+from doom_a3c.checkpoint import read_checkpoint, resolve_prefix, restore
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.env_batch import make_environment
 from doom_a3c.environment import Environment, EnvSpec, network_inputs, spec_of
 from doom_a3c.network import ActorCritic
+from doom_a3c.quiet_import import tf
 from doom_a3c.recording import VIDEO_FORMATS, write_video
 from doom_a3c.resolve import upgrade_saved_config
+from doom_a3c.run_files import CheckpointError, atomic_write_text, ensure_writable_dir
 
 PLAY_SEED_OFFSET = 10_000  # play's games are seeded apart from every training game
 

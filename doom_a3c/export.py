@@ -21,9 +21,8 @@ import json
 import os
 from typing import NamedTuple
 
-import tensorflow as tf
-
-from doom_a3c.checkpoint import ensure_writable_dir
+from doom_a3c.quiet_import import tf
+from doom_a3c.run_files import ensure_writable_dir
 
 
 class ExportedPolicy(NamedTuple):

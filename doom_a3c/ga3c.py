@@ -18,12 +18,12 @@ from collections import deque
 from typing import NamedTuple, Sequence
 
 import numpy as np
-import tensorflow as tf
 
 from doom_a3c.build import ThreadRun, worker_epsilon, worker_records, worker_seed
 from doom_a3c.environment import network_inputs
 from doom_a3c.learning import GlobalLearner, GradientStep
 from doom_a3c.network import ActorCritic, LSTMState
+from doom_a3c.quiet_import import tf
 from doom_a3c.rollout import GameRunner, Rollout, concatenate_rollouts
 from doom_a3c.run_state import RunState, TrainMetrics
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import tensorflow as tf
+from doom_a3c.quiet_import import tf
+
 
 GRADIENT_MODES = ("clip", "normalize")
 

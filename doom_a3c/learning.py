@@ -13,15 +13,14 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple, Sequence
 
-import keras
 import numpy as np
-import tensorflow as tf
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.environment import network_inputs
 from doom_a3c.gradients import process_gradients
 from doom_a3c.losses import a3c_loss
 from doom_a3c.network import ActorCritic, LSTMState
+from doom_a3c.quiet_import import keras, tf
 from doom_a3c.returns import discounted_returns, generalized_advantages, n_step_targets, standardized
 from doom_a3c.rollout import Rollout
 from doom_a3c.run_state import Counters, TrainMetrics

@@ -3,12 +3,12 @@ gradient of their rollouts, and is refreshed from the global weights after each 
 from __future__ import annotations
 
 import numpy as np
-import tensorflow as tf
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.environment import network_inputs
 from doom_a3c.learning import Gradient, GradientStep
 from doom_a3c.network import ActorCritic, LSTMState
+from doom_a3c.quiet_import import tf
 from doom_a3c.rollout import Rollout
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import tensorflow as tf
+from doom_a3c.quiet_import import tf
 
 
 class LossTerms(NamedTuple):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import keras
 import numpy as np
-import tensorflow as tf
+
+from doom_a3c.quiet_import import keras, tf
 
 
 class LSTMState(NamedTuple):

@@ -1,4 +1,8 @@
-"""Import TensorFlow with its load-time notices kept off stderr (they are printed again if the import fails)."""
+"""TensorFlow and Keras for every module that needs them, imported once with TF's load-time notices kept off
+stderr (they are printed again if the import fails): `from doom_a3c.quiet_import import tf, keras`.
+
+Nothing else in the package imports TensorFlow, so a bad flag is reported without the seconds its import takes.
+"""
 from __future__ import annotations
 
 import os
@@ -10,6 +14,7 @@ def import_tensorflow_quietly() -> None:
     """The notices come from C++ before TF's log level is read, so only a file-descriptor redirect hides them."""
     if "tensorflow" in sys.modules:
         return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.stderr.flush()
     saved_fd = os.dup(2)
     with tempfile.TemporaryFile() as captured:
@@ -24,3 +29,11 @@ def import_tensorflow_quietly() -> None:
         finally:
             os.dup2(saved_fd, 2)
             os.close(saved_fd)
+
+
+import_tensorflow_quietly()
+
+import keras  # noqa: E402  (after TensorFlow: Keras 3 loads it as its backend)
+import tensorflow as tf  # noqa: E402
+
+__all__ = ["keras", "tf"]

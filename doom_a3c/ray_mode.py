@@ -28,20 +28,19 @@ import time
 from collections import deque
 from typing import Any, Callable, NamedTuple
 
-import keras
 import numpy as np
-import tensorflow as tf
 
 from doom_a3c.build import (GlobalParts, build_global, build_network, worker_epsilon, worker_games, worker_records,
                             worker_seed)
-from doom_a3c.checkpoint import LAST, CheckpointError
 from doom_a3c.config import ConfigError, TrainConfig, one_line
 from doom_a3c.environment import EnvSpec
 from doom_a3c.gradients import process_gradients
 from doom_a3c.learning import all_finite
 from doom_a3c.local_copy import LocalCopy
+from doom_a3c.quiet_import import keras, tf
 from doom_a3c.ray_session import RaySession
 from doom_a3c.rollout import GameRunner, Rollout
+from doom_a3c.run_files import LAST, CheckpointError
 from doom_a3c.run_state import EpisodeResult, GameRestart, RunState, TrainMetrics
 
 SEED_STRIDE = 100_000  # a replacement worker's games and sampling get seeds this far from its predecessor's

@@ -8,10 +8,10 @@ from array import array
 from collections import deque
 
 import numpy as np
-import tensorflow as tf
 
-from doom_a3c.checkpoint import atomic_write_text
 from doom_a3c.config import TrainConfig
+from doom_a3c.quiet_import import tf
+from doom_a3c.run_files import atomic_write_text
 
 CSV_FIELDS = ["wall_s", "env_steps", "episode", "worker", "reward", "length"]
 

@@ -7,13 +7,18 @@ import os
 import shutil
 import sys
 import time
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from doom_a3c.checkpoint import CONFIG_FILE, LAST, CheckpointError, SavedRun, ensure_writable_dir, read_checkpoint, \
-    resolve_prefix
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.coordinator import Backend, Coordinator
 from doom_a3c.resolve import resolve_new_run, resolve_resumed_run, upgrade_saved_config
+from doom_a3c.run_files import CONFIG_FILE, LAST, CheckpointError, ensure_writable_dir
+
+if TYPE_CHECKING:
+    from doom_a3c.checkpoint import SavedRun
+    from doom_a3c.coordinator import Backend, Coordinator
+
+# TensorFlow (checkpoint, coordinator, the backends) is imported only once the flags are known to be good: a bad
+# flag is one line on stderr within a second, not after TF's import.
 
 RUN_FILES = ("checkpoint", CONFIG_FILE, "progress.csv", "learning_curve.png", "tensorboard")
 
@@ -51,6 +56,8 @@ def build_backend(config: TrainConfig, resume_prefix: str | None) -> Backend:
 def resolve_run(given: dict[str, Any]) -> tuple[TrainConfig, SavedRun | None]:
     """The run's complete config from the flags given, and the checkpoint it resumes (None for a fresh run)."""
     if given.get("resume", False):
+        from doom_a3c.checkpoint import read_checkpoint, resolve_prefix
+
         model_dir = given.get("model_dir", TrainConfig.model_dir)
         saved = read_checkpoint(resolve_prefix(model_dir))
         config = upgrade_saved_config(saved.config, saved.prefix)
@@ -81,6 +88,8 @@ def start_run(given: dict[str, Any]) -> Coordinator:
         archived = archive_previous_run(config.model_dir)
         if archived:
             print(f"note: the previous run in {config.model_dir} was moved to {archived}", file=sys.stderr)
+    from doom_a3c.coordinator import Coordinator
+
     backend = build_backend(config, saved.prefix if saved else None)
     counters = saved.counters if saved else {}
     return Coordinator(config, backend, episodes=int(counters.get("episodes", 0)),

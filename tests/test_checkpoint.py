@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.checkpoint import LAST, CheckpointError, Checkpointer, RunCounters, read_checkpoint, resolve_prefix, \
-    restore
+from doom_a3c.checkpoint import Checkpointer, RunCounters, read_checkpoint, resolve_prefix, restore
 from doom_a3c.config import TrainConfig
 from doom_a3c.network import ActorCritic
+from doom_a3c.run_files import LAST, CheckpointError
 
 A, L = 3, 16
 OBSERVATION_SHAPE = (84, 84, 1)
