@@ -38,8 +38,13 @@ def play_parser() -> argparse.ArgumentParser:
 
 
 def play_main(argv: Sequence[str] | None = None) -> int:
-    args = play_parser().parse_args(argv)
-    from doom_a3c.evaluation import main
+    parser = play_parser()
+    args = parser.parse_args(argv)
+    if args.export is None and args.out is None:
+        parser.error("--out is required (or --export DIR)")
+    if args.episodes <= 0:
+        parser.error(f"--episodes must be > 0, got {args.episodes}")
+    from doom_a3c.evaluation import main  # TensorFlow's import: only once the flags are known to be good
 
     return main(args.model, args.out, args.episodes, args.greedy, args.seed, args.video, args.export)
 

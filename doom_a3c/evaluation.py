@@ -176,10 +176,6 @@ def main(model: str, out: str, episodes: int, greedy: bool, seed: int, video: st
             print(f"SavedModel of the acting step in {exported.saved_model}")
             print(f"TFLite: {exported.tflite}" if exported.tflite else f"TFLite: not written ({exported.tflite_error})")
             return 0
-        if out is None:
-            raise ConfigError("--out is required (or --export DIR)")
-        if episodes <= 0:
-            raise ConfigError(f"--episodes must be > 0, got {episodes}")
         summaries = play(model, out, episodes, greedy, seed, video)
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
