@@ -264,6 +264,34 @@ def test_bad_numeric_flags(trained, run_copy, tmp_path, flag, value):
     assert snapshot(run_copy, frames) == before
 
 
+@pytest.mark.parametrize("args,needle", [((), "--out is required"), (("--out", "OUT", "--episodes", 0), "--episodes")])
+def test_play_bad_flags(tmp_path, args, needle):
+    """play.py without --out (and no --export), or with --episodes 0: one-line error, nothing written."""
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    proc = run("play.py", "--model", tmp_path / "nothing" / "last.ckpt", *args)
+    assert_one_line_error(proc, needle)
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_input_is_reported_before_tensorflow_is_imported(tmp_path):
+    """A bad flag, an unknown scenario and a play.py flag error never import TensorFlow (seconds of the user's time)."""
+    script = f"""
+import sys
+from doom_a3c.cli import play_main, train_main
+assert train_main(["--workers", "-1"]) == 2
+assert train_main(["--scenario", "nosuchmap", "--model-dir", {str(tmp_path / "m")!r}]) == 2
+try:
+    play_main(["--model", "x"])
+except SystemExit as stop:
+    assert stop.code == 2
+print("tensorflow imported:", "tensorflow" in sys.modules)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "tensorflow imported: False"
+    assert len(proc.stderr.strip().splitlines()) == 3  # the three one-line errors
+
+
 def test_play_missing_checkpoint(tmp_path):
     """play.py with no checkpoint at --model: one-line error, --out untouched."""
     out = tmp_path / "out"
