@@ -4,6 +4,7 @@ another and writes a results table and a grid of learning curves.
 
     python benchmarks/learn_scenarios.py --minutes 30 --seeds 0 1 [--scenarios defend_the_center my_way_home]
         [--out DIR] [-- extra train.py flags]
+    python benchmarks/learn_scenarios.py --minutes 30 --combine DIR_A DIR_B --out DIR   # seeds run in two sittings
 
 Default: every single-player scenario ViZDoom ships, each with its preset (`python train.py --scenario NAME`).
 For each scenario and seed: env steps, the final and best mean of the last 100 episodes (the game's own score),
@@ -160,6 +161,21 @@ def plot_curves(runs: list[ScenarioRun], path: str) -> None:
     os.replace(tmp, path)
 
 
+def combined_runs(folders: list[str]) -> list[ScenarioRun]:
+    """The runs of earlier suites, re-read from their results.csv (random policy, target) and each run's
+    progress.csv, in the order given."""
+    runs = []
+    for folder in folders:
+        with open(os.path.join(folder, "results.csv"), newline="") as handle:
+            for row in csv.DictReader(handle):
+                seed = int(row["seed"])
+                progress = os.path.join(folder, f"{row['scenario']}-seed{seed}", "progress.csv")
+                target = float(row["target"]) if row["target"] else None
+                runs.append(summarize_run(row["scenario"], seed, read_progress(progress), target,
+                                          float(row["random_policy"])))
+    return sorted(runs, key=lambda run: (run.scenario, run.seed))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=30.0, help="training budget per scenario and seed")
@@ -167,10 +183,18 @@ def main() -> int:
     parser.add_argument("--scenarios", nargs="+", default=None, help="default: every shipped single-player scenario")
     parser.add_argument("--random-episodes", type=int, default=20, help="episodes of the random-policy baseline")
     parser.add_argument("--out", default=None, help="results and each run's outputs (default: a temporary folder)")
+    parser.add_argument("--combine", nargs="+", metavar="DIR", default=None,
+                        help="train nothing: one table and one grid from the runs of earlier suites' --out folders")
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
     out = args.out or tempfile.mkdtemp(prefix="learn_scenarios_")
     os.makedirs(out, exist_ok=True)
+    if args.combine:
+        runs = combined_runs(args.combine)
+        write_table(runs, out, args.minutes)
+        plot_curves(runs, os.path.join(out, "curves.png"))
+        print(open(os.path.join(out, "results.md")).read(), end="")
+        return 0
     runs: list[ScenarioRun] = []
     for scenario in args.scenarios or shipped_scenarios():
         baseline = random_policy_score(scenario, args.random_episodes, seed=12_345, cache_dir=os.path.join(out, "cfg"))

@@ -190,6 +190,21 @@ def test_scenario_results_table_and_curves(tmp_path):
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_scenario_suites_of_two_sittings_combine_into_one_table(tmp_path):
+    """--combine re-reads each suite's results.csv and run folders: seed 1 of one sitting beside seed 0 of another."""
+    script = load_script("learn_scenarios")
+    for folder, seed, rewards in (("first", 1, [0.0] * 100 + [10.0] * 50), ("second", 0, [1.0] * 120)):
+        suite = tmp_path / folder
+        (suite / f"b-seed{seed}").mkdir(parents=True)
+        write_progress(str(suite / f"b-seed{seed}" / "progress.csv"), rewards, 6.0, 10)
+        run = script.summarize_run("b", seed, progress_rows(rewards), target=2.0, random_policy=-1.0)
+        script.write_table([run], str(suite), minutes=15)
+    runs = script.combined_runs([str(tmp_path / "first"), str(tmp_path / "second")])
+    assert [(r.scenario, r.seed) for r in runs] == [("b", 0), ("b", 1)]  # sorted by scenario, then seed
+    assert runs[1].final_mean100 == pytest.approx(5.0) and runs[1].minutes_to_target == pytest.approx(12.0)
+    assert runs[0].minutes_to_target is None and runs[0].random_policy == -1.0 and runs[0].env_steps == 1200
+
+
 # ---- benchmarks/shrink_gif.py -------------------------------------------------------------------------------------
 def test_shrink_gif_keeps_every_nth_frame_of_the_first_seconds_at_game_speed(tmp_path, monkeypatch):
     """30 frames of 100 ms (3 s of play); keep 2 s, one frame in 2: 10 frames of 200 ms, the same pictures."""
