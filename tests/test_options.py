@@ -2,6 +2,7 @@
 n-step targets, gradient normalisation, learning-rate annealing, the network variants, presets,
 and episode reporting across an Atari-style life loss."""
 import dataclasses
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -20,7 +21,7 @@ from doom_a3c.resolve import resolve_new_run
 from doom_a3c.returns import discounted_returns, n_step_targets
 from doom_a3c.rollout import GameRunner, Rollout
 from doom_a3c.run_state import RunState
-from doom_a3c.scenarios import ATARI, DOOM, VECTOR, environment_kind
+from doom_a3c.scenarios import ATARI, DOOM, VECTOR, environment_kind, shipped_scenarios_dir
 
 VECTOR_SHAPE = (4,)
 
@@ -316,8 +317,12 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
     assert preset.is_resolved() and preset.env_kind == VECTOR and preset.scenario_path == "CartPole-v1"
     assert preset.actions == [["ACTION_0"], ["ACTION_1"]]
     assert (preset.frame_skip, preset.reward_scale, preset.clip_rewards) == (1, 1.0, False)  # a vector env's
-    center = resolve_new_run({"scenario": "defend_the_line"})
-    defaults = TrainConfig(scenario="defend_the_line")
+    # A user's own .cfg has no preset (a copy, so no shipped scenario's preset applies).
+    own, shipped = tmp_path / "own_line.cfg", Path(shipped_scenarios_dir())
+    own.write_text((shipped / "defend_the_line.cfg").read_text())
+    (tmp_path / "defend_the_line.wad").write_bytes((shipped / "defend_the_line.wad").read_bytes())
+    center = resolve_new_run({"scenario": str(own)})
+    defaults = TrainConfig(scenario=str(own))
     environment = {"frame_skip", "reward_scale", "clip_rewards"}  # filled in from the preset's top level
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}
