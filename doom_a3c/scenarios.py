@@ -70,13 +70,23 @@ def preset_path(name: str) -> Path:
     return PRESETS_DIR / f"{name.replace('/', '_')}.toml"  # ALE/Pong-v5 -> ALE_Pong-v5.toml
 
 
-def load_preset(name: str) -> dict:
-    """The preset for a scenario name, {} when there is none."""
+def load_preset(name: str, _seen: tuple[str, ...] = ()) -> dict:
+    """The preset for a scenario name, {} when there is none. A preset with `based_on = "other"` starts from
+    the other scenario's preset (its top level and its [train] table) and overrides what it sets itself, so
+    variants of one map (basic_audio, learning, ...) share the measured recipe instead of copying it."""
     path = preset_path(name)
     if not path.exists():
         return {}
     with open(path, "rb") as handle:
-        return tomllib.load(handle)
+        preset = tomllib.load(handle)
+    base_name = preset.pop("based_on", None)
+    if base_name is None:
+        return preset
+    if base_name in _seen + (name,) or not preset_path(str(base_name)).exists():
+        reason = "a cycle" if base_name in _seen + (name,) else "no such preset"
+        raise ConfigError(f"preset {path.name}: based_on = {base_name!r} is {reason}")
+    base = load_preset(str(base_name), _seen + (name,))
+    return {**base, **preset, "train": {**base.get("train", {}), **preset.get("train", {})}}
 
 
 def environment_kind(value: str) -> str:

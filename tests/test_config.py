@@ -375,3 +375,34 @@ def test_resume_takes_another_spelling_of_the_scenario_but_not_another_file(own_
     with pytest.raises(ConfigError, match="another file of the same name") as info:
         resolve_resumed_run(saved, {"scenario": str(own_scenario / "basic.cfg")}, "models/last.ckpt")
     assert saved.scenario_path in str(info.value) and str(own_scenario / "basic.cfg") in str(info.value)
+
+
+def test_a_preset_based_on_another_takes_its_values_and_overrides_its_own(tmp_path, monkeypatch):
+    import doom_a3c.scenarios as scenarios
+
+    monkeypatch.setattr(scenarios, "PRESETS_DIR", tmp_path)
+    (tmp_path / "base.toml").write_text('frame_skip = 4\ntarget_reward = 80.0\nactions = [["ATTACK"]]\n'
+                                        '[train]\nframe_size = 42\nrollout = 10\n')
+    (tmp_path / "variant.toml").write_text('based_on = "base"\ntarget_reward = 50.0\n[train]\nrollout = 20\n')
+    (tmp_path / "grandchild.toml").write_text('based_on = "variant"\ndescription = "x"\n')
+    assert scenarios.load_preset("variant") == {"frame_skip": 4, "target_reward": 50.0, "actions": [["ATTACK"]],
+                                                "train": {"frame_size": 42, "rollout": 20}}
+    assert scenarios.load_preset("grandchild") == {**scenarios.load_preset("variant"), "description": "x"}
+    (tmp_path / "loop_a.toml").write_text('based_on = "loop_b"\n')
+    (tmp_path / "loop_b.toml").write_text('based_on = "loop_a"\n')
+    with pytest.raises(ConfigError, match="loop_b.toml: based_on = 'loop_a' is a cycle"):
+        scenarios.load_preset("loop_a")
+    (tmp_path / "orphan.toml").write_text('based_on = "nowhere"\n')
+    with pytest.raises(ConfigError, match="orphan.toml: based_on = 'nowhere' is no such preset"):
+        scenarios.load_preset("orphan")
+
+
+def test_basic_variants_resolve_to_basics_recipe(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    basic = resolve_new_run({"scenario": "basic", "model_dir": str(tmp_path)})
+    for name in ("simpler_basic", "learning", "basic_audio", "basic_notifications"):
+        variant = resolve_new_run({"scenario": name, "model_dir": str(tmp_path)})
+        same = ("frame_size", "envs_per_worker", "rollout", "learning_rate", "gamma", "actions", "crop",
+                "bootstrap_timeout")
+        assert [getattr(variant, f) for f in same] == [getattr(basic, f) for f in same], name
+        assert variant.scenario_path.endswith(f"{name}.cfg")
