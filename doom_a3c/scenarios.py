@@ -82,10 +82,12 @@ def load_preset(name: str, _seen: tuple[str, ...] = ()) -> dict:
     base_name = preset.pop("based_on", None)
     if base_name is None:
         return preset
-    if base_name in _seen + (name,) or not preset_path(str(base_name)).exists():
-        reason = "a cycle" if base_name in _seen + (name,) else "no such preset"
-        raise ConfigError(f"preset {path.name}: based_on = {base_name!r} is {reason}")
-    base = load_preset(str(base_name), _seen + (name,))
+    seen = _seen + (name,)
+    if base_name in seen:
+        raise ConfigError(f"preset {path.name}: based_on = {base_name!r} is a cycle")
+    if not preset_path(str(base_name)).exists():
+        raise ConfigError(f"preset {path.name}: based_on = {base_name!r} is no such preset")
+    base = load_preset(str(base_name), seen)
     return {**base, **preset, "train": {**base.get("train", {}), **preset.get("train", {})}}
 
 
