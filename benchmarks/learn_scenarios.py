@@ -107,6 +107,13 @@ def _shown(value: float | None, digits: int = 1) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
+def score_digits(run: ScenarioRun) -> int:
+    """Decimals for a run's scores in the Markdown table: 2 where every score is below 10 in size (my_way_home's
+    0.975 is not 1.0, predict_position's 0.14 is not 0.1), else 1."""
+    scores = [run.final_mean100, run.best_mean100, run.random_policy, run.target]
+    return 2 if all(abs(v) < 10 for v in scores if v is not None and not math.isnan(v)) else 1
+
+
 def write_table(runs: list[ScenarioRun], out: str, minutes: float) -> None:
     with open(os.path.join(out, "results.csv"), "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -123,9 +130,10 @@ def write_table(runs: list[ScenarioRun], out: str, minutes: float) -> None:
         to_target = _shown(run.minutes_to_target) if run.target is not None else "no target"
         if run.target is not None and run.minutes_to_target is None:
             to_target = "not reached"
-        lines.append(f"| {run.scenario} | {run.seed} | {run.env_steps:,} | {_shown(run.final_mean100)} | "
-                     f"{_shown(run.best_mean100)} | {_shown(run.random_policy)} | {_shown(run.target)} | {to_target} | "
-                     f"{_shown(run.steps_per_s, 0)} |")
+        digits = score_digits(run)
+        lines.append(f"| {run.scenario} | {run.seed} | {run.env_steps:,} | {_shown(run.final_mean100, digits)} | "
+                     f"{_shown(run.best_mean100, digits)} | {_shown(run.random_policy, digits)} | "
+                     f"{_shown(run.target, digits)} | {to_target} | {_shown(run.steps_per_s, 0)} |")
     with open(os.path.join(out, "results.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
 
@@ -208,8 +216,9 @@ def main() -> int:
             run = summarize_run(scenario, seed, read_progress(os.path.join(run_dir, "progress.csv")),
                                 preset_target(scenario), baseline)
             runs.append(run)
-            print(f"{scenario} seed {seed}: final mean-100 {run.final_mean100:.1f} (random policy "
-                  f"{baseline:.1f}), best {run.best_mean100:.1f}, {run.env_steps:,} env steps", flush=True)
+            digits = score_digits(run)
+            print(f"{scenario} seed {seed}: final mean-100 {run.final_mean100:.{digits}f} (random policy "
+                  f"{baseline:.{digits}f}), best {run.best_mean100:.{digits}f}, {run.env_steps:,} env steps", flush=True)
             write_table(runs, out, args.minutes)  # after every run: a long suite keeps what it has measured
     plot_curves(runs, os.path.join(out, "curves.png"))
     print(f"results: {os.path.join(out, 'results.md')}, {os.path.join(out, 'results.csv')}, "

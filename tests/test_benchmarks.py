@@ -185,7 +185,11 @@ def test_scenario_results_table_and_curves(tmp_path):
     assert [r["scenario"] for r in rows] == ["a", "b"] and rows[1]["minutes_to_target"] == "12.00"
     assert rows[0]["target"] == "" and rows[1]["random_policy"] == "-1.000"
     table = (tmp_path / "results.md").read_text()
-    assert "| a | 0 | 1,200 | 1.0 | 1.0 | 0.5 |  | no target |" in table and "| 12.0 |" in table
+    assert "| a | 0 | 1,200 | 1.00 | 1.00 | 0.50 |  | no target |" in table  # scores below 10: two decimals
+    assert "| b | 1 | 1,500 | 5.00 | 5.00 | -1.00 | 2.00 | 12.0 |" in table
+    big = script.summarize_run("c", 0, progress_rows([0.975] * 100 + [25.0] * 100), target=15.0, random_policy=0.0)
+    script.write_table([big], str(tmp_path), minutes=15)
+    assert "| c | 0 | 2,000 | 25.0 | 25.0 | 0.0 | 15.0 |" in (tmp_path / "results.md").read_text()
     script.plot_curves(runs, str(tmp_path / "curves.png"))
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
 
