@@ -118,7 +118,7 @@ class DoomEnvironment:
             raise ConfigError(f"the action set uses buttons {unknown} that {cfg_path} does not make available "
                               f"({buttons})")
         self._actions = [button_vector(buttons, combo) for combo in config.actions]
-        self.action_names = ["+".join(combo) for combo in config.actions]
+        self.action_names = ["+".join(combo) or "NOOP" for combo in config.actions]  # [] waits, as ALE's NOOP
         self.num_actions = len(self._actions)
         self._frame_skip = config.frame_skip
         self.seconds_per_step = config.frame_skip / DOOM_TICS_PER_SECOND

@@ -168,6 +168,24 @@ def test_combined_actions_press_every_button_they_list(tmp_path, monkeypatch):
         env.close()
 
 
+def test_an_empty_action_presses_nothing_and_is_named_noop(tmp_path, monkeypatch):
+    """An action that holds no button waits a step (predict_position's way to let the target come)."""
+    from doom_a3c.doom_env import DoomEnvironment
+
+    monkeypatch.chdir(tmp_path)
+    config = resolved("predict_position", tmp_path, actions=[[], ["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]])
+    env = DoomEnvironment(config)
+    try:
+        env.reset()
+        env.step(0)
+        assert not any(env._game.get_last_action())
+        env.step(1)
+        assert list(env._game.get_last_action()) == [1.0, 0.0, 0.0]
+        assert env.action_names == ["NOOP", "TURN_LEFT", "TURN_RIGHT", "ATTACK"]
+    finally:
+        env.close()
+
+
 def test_doom_game_variables_and_shaping_come_from_the_engine(tmp_path, monkeypatch):
     """health_gathering with HEALTH x0.01 for the network and 1 per health point of shaping: the observation's
     variable is the engine's health / 100, each step's score is the game's own (+1 per tic, frame skip 4),
