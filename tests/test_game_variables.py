@@ -169,7 +169,7 @@ def test_combined_actions_press_every_button_they_list(tmp_path, monkeypatch):
 
 
 def test_an_empty_action_presses_nothing_and_is_named_noop(tmp_path, monkeypatch):
-    """An action that holds no button waits a step (predict_position's way to let the target come)."""
+    """An action that holds no button waits a step (a way to let a moving target come)."""
     from doom_a3c.doom_env import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
