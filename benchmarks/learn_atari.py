@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +21,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.trainer_child import run_trainer  # noqa: E402
 from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
 
 
@@ -48,10 +48,10 @@ def main() -> int:
                "--log-every-seconds", "60", *extra]
     print("$", " ".join(command), flush=True)
     started = time.time()
-    proc = subprocess.run(command, stdout=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        print(f"train.py exited with {proc.returncode}", file=sys.stderr)
-        return proc.returncode
+    returncode = run_trainer(command)
+    if returncode != 0:
+        print(f"train.py exited with {returncode}", file=sys.stderr)
+        return returncode
     rows = read_progress(os.path.join(out, "progress.csv"))
     print(f"{env_id}: {len(rows)} games in {time.time() - started:.0f} s "
           f"({int(rows[-1]['env_steps']) if rows else 0:,} agent steps)")

@@ -18,7 +18,6 @@ import argparse
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from typing import NamedTuple
@@ -28,6 +27,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.trainer_child import run_trainer_checked  # noqa: E402
 from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
 
 
@@ -50,7 +50,7 @@ class Result(NamedTuple):
 def run_once(label: str, command: list[str], run_dir: str, threshold: float) -> Result:
     """Run one training command (it writes run_dir/progress.csv) and read off when it got there."""
     print("$", " ".join(command), flush=True)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    run_trainer_checked(command)
     rows = read_progress(os.path.join(run_dir, "progress.csv"))
     means = moving_mean(np.array([r["reward"] for r in rows]), 100)
     row = first_reached(rows, means, threshold)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +19,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.trainer_child import run_trainer_checked  # noqa: E402
 from doom_a3c.summaries import read_progress  # noqa: E402
 
 
@@ -53,7 +53,7 @@ def main() -> int:
                    "--model-dir", run_dir, "--frames-dir", os.path.join(run_dir, "frames"), *extra]
         print("$", " ".join(command), flush=True)
         started = time.time()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        run_trainer_checked(command)
         process_seconds = time.time() - started
         rows = read_progress(os.path.join(run_dir, "progress.csv"))
         wall, steps = first_time_at_mean(rows, args.threshold)

@@ -19,7 +19,6 @@ import argparse
 import csv
 import math
 import os
-import subprocess
 import sys
 import tempfile
 from typing import NamedTuple
@@ -29,6 +28,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.trainer_child import TrainerStopped, run_trainer_checked  # noqa: E402
 from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
 
 COLUMNS = ["scenario", "seed", "env_steps", "final_mean100", "best_mean100", "target", "minutes_to_target",
@@ -204,6 +204,7 @@ def main() -> int:
         print(open(os.path.join(out, "results.md")).read(), end="")
         return 0
     runs: list[ScenarioRun] = []
+    stopped: TrainerStopped | None = None
     for scenario in args.scenarios or shipped_scenarios():
         baseline = random_policy_score(scenario, args.random_episodes, seed=12_345, cache_dir=os.path.join(out, "cfg"))
         for seed in args.seeds:
@@ -212,7 +213,10 @@ def main() -> int:
                        "--max-minutes", str(args.minutes), "--model-dir", run_dir, "--frames-dir",
                        os.path.join(run_dir, "frames"), "--log-every-seconds", "60", *extra]
             print("$", " ".join(command), flush=True)
-            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+            try:
+                run_trainer_checked(command)
+            except TrainerStopped as stop:  # the trainer saved what it ran: summarise it, then stop the suite
+                stopped = stop
             run = summarize_run(scenario, seed, read_progress(os.path.join(run_dir, "progress.csv")),
                                 preset_target(scenario), baseline)
             runs.append(run)
@@ -220,9 +224,15 @@ def main() -> int:
             print(f"{scenario} seed {seed}: final mean-100 {run.final_mean100:.{digits}f} (random policy "
                   f"{baseline:.{digits}f}), best {run.best_mean100:.{digits}f}, {run.env_steps:,} env steps", flush=True)
             write_table(runs, out, args.minutes)  # after every run: a long suite keeps what it has measured
+            if stopped:
+                break
+        if stopped:
+            break
     plot_curves(runs, os.path.join(out, "curves.png"))
     print(f"results: {os.path.join(out, 'results.md')}, {os.path.join(out, 'results.csv')}, "
           f"{os.path.join(out, 'curves.png')}")
+    if stopped:
+        raise stopped
     return 0
 
 

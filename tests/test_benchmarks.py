@@ -2,6 +2,8 @@
 import csv
 import importlib.util
 import os
+import signal
+import subprocess
 import sys
 import time
 
@@ -153,6 +155,51 @@ def test_sample_factory_run_is_stopped_with_all_its_processes_once_the_threshold
     rows = list(csv.reader(open(tmp_path / "seed3_mean100.csv")))
     assert rows[0] == ["wall_s", "env_steps", "mean100"] and len(rows) == 3
     assert "mean-100 >= 80 at 10 s (2,048 env steps)" in capsys.readouterr().out
+
+
+# ---- benchmarks/trainer_child.py ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_benchmark_passes_the_signal_to_its_trainer_and_waits_for_it_to_save(tmp_path, stop):
+    """A stand-in trainer takes 1 s to "save" on SIGTERM or SIGINT. Stopping the benchmark must let it finish
+    before the benchmark exits with 128 + the signal, and must not start anything after it.
+    With `subprocess.run`, SIGTERM would have left the trainer running, and SIGINT would have SIGKILLed it
+    after 0.25 s, so the file below would never be written."""
+    trainer = tmp_path / "trainer.py"
+    trainer.write_text(
+        "import os, signal, sys, time\n"
+        "def save(signum, frame):\n"
+        "    time.sleep(1.0)\n"
+        f"    open({str(tmp_path / 'saved')!r}, 'w').write(signal.Signals(signum).name)\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, save)\n"
+        "signal.signal(signal.SIGINT, save)\n"
+        f"open({str(tmp_path / 'ready')!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(60)\n")
+    benchmark = (f"import sys; sys.path.insert(0, {ROOT!r}); from benchmarks.trainer_child import run_trainer; "
+                 f"run_trainer([sys.executable, {str(trainer)!r}]); print('started the next run')")
+    proc = subprocess.Popen([sys.executable, "-c", benchmark], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        trainer_pid = int((tmp_path / "ready").read_text())
+        proc.send_signal(stop)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + stop
+    assert (tmp_path / "saved").read_text() == stop.name
+    assert stderr.strip() == f"stopped by {stop.name}: train.py exited with 0"
+    assert "started the next run" not in stdout
+    assert not running(trainer_pid)
+
+
+def test_a_failed_trainer_still_fails_the_benchmark():
+    trainer_child = load_script("trainer_child")
+    assert trainer_child.run_trainer([sys.executable, "-c", "raise SystemExit(3)"]) == 3
+    with pytest.raises(subprocess.CalledProcessError):
+        trainer_child.run_trainer_checked([sys.executable, "-c", "raise SystemExit(3)"])
 
 
 # ---- benchmarks/learn_scenarios.py --------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT
+from doom_a3c.checkpoint import read_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -137,5 +138,38 @@ def test_a_killed_engine_is_restarted_and_no_engine_outlives_a_trainer_killed_wi
         proc.wait(timeout=30)
         gone = wait_for(lambda: not any(running(p) for p in engines), seconds=ENGINE_GONE_SECONDS)
         assert gone, f"engines still running {ENGINE_GONE_SECONDS} s after kill -9: {[p for p in engines if running(p)]}"
+    finally:
+        clean_up(proc, engines)
+
+
+def test_a_scenario_suite_stopped_by_sigterm_keeps_its_trainers_run_and_leaves_no_engine(tmp_path):
+    """benchmarks/learn_scenarios.py got SIGTERM mid-run: its train.py saves a checkpoint, its engines are gone,
+    the suite's table holds the stopped run, and the suite exits with 143 (128 + SIGTERM) without starting the
+    next seed."""
+    out = tmp_path / "suite"
+    log, errors = open(tmp_path / "train.log", "w"), open(tmp_path / "stderr.log", "w")
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "benchmarks", "learn_scenarios.py"),
+                             "--minutes", "10", "--seeds", "0", "1", "--scenarios", "basic", "--random-episodes", "1",
+                             "--out", str(out), "--", "--workers", "1", "--envs-per-worker", "2", "--gif-every", "0"],
+                            cwd=REPO_ROOT, stdout=log, stderr=errors, start_new_session=True)
+    proc.log, proc.errors = log, errors
+    engines: list[int] = []
+    try:
+        run_dir = out / "basic-seed0"
+        progress = run_dir / "progress.csv"
+        started = wait_for(lambda: progress.exists() and len(progress.read_text().splitlines()) > 1
+                           and len(engines_under(proc.pid)) >= 2, seconds=400)
+        assert started, output(tmp_path)[-3000:]
+        engines = engines_under(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+        assert proc.returncode == 128 + signal.SIGTERM, output(tmp_path)[-3000:]
+        assert "stopped by SIGTERM: train.py exited with 0" in (tmp_path / "stderr.log").read_text()
+        logged = len(progress.read_text().splitlines()) - 1
+        assert read_checkpoint(str(run_dir / "last.ckpt")).counters["episodes"] == logged  # saved at the stop
+        results = (out / "results.md").read_text()
+        assert "| basic | 0 |" in results and "| basic | 1 |" not in results, results
+        assert not (out / "basic-seed1").exists()
+        assert wait_for(lambda: not any(running(p) for p in engines), seconds=ENGINE_GONE_SECONDS)
     finally:
         clean_up(proc, engines)
