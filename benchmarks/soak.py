@@ -96,7 +96,7 @@ class Soak:
         self.memory: list[float] = []  # MiB of the trainer and its processes, one sample every SAMPLE_SECONDS
         self.unanswered: tuple[int, float, int] | None = None  # (engine, when, warnings then): no restart seen yet
         self.report = {"minutes": args.minutes, "engine_kills": 0, "trainer_kills": 0, "game_restarts": 0,
-                       "engine_kills_without_restart": 0,
+                       "engine_kills_without_restart": 0, "engine_kills_undecided": 0,
                        "episodes_lost_to_trainer_kills": 0, "checkpoints_lost": 0, "csv_gaps_or_duplicates": 0,
                        "engines_left_after_kill_9": 0, "processes_left_at_end": 0}
 
@@ -150,6 +150,7 @@ class Soak:
             self.unanswered = None
         elif trainer_killed:
             self.unanswered = None
+            self.report["engine_kills_undecided"] += 1
             self.event(f"engine {engine}: the trainer was killed before its game's restart showed")
         elif time.time() - when > RESTART_GRACE_SECONDS:
             self.unanswered = None

@@ -289,7 +289,9 @@ def test_soak_smoke_run_kills_engines_and_the_trainer_and_reports_the_costs(tmp_
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     report = json.loads((out / "soak.json").read_text())
     assert report["trainer_kills"] == 1 and report["engine_kills"] >= 2
-    assert report["game_restarts"] == report["engine_kills"] and report["engine_kills_without_restart"] == 0
+    # A kill whose restart had not shown when the trainer was kill -9-ed is undecided, not a failure.
+    assert report["game_restarts"] == report["engine_kills"] - report["engine_kills_undecided"]
+    assert report["engine_kills_without_restart"] == 0
     assert report["engines_left_after_kill_9"] == 0 and report["processes_left_at_end"] == 0
     assert report["checkpoints_lost"] == 0 and report["csv_gaps_or_duplicates"] == 0
     assert report["final_exit_code"] == 0 and report["episodes"] > 0 and report["peak_memory_mib"] > 0
