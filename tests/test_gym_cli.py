@@ -18,7 +18,8 @@ def cartpole(tmp_path_factory):
     base = tmp_path_factory.mktemp("cartpole")
     model, frames = base / "model", base / "frames"
     proc = run("train.py", "--scenario", "CartPole-v1", "--max-steps", 4000, "--workers", 1, "--gif-every", 3,
-               "--model-dir", model, "--frames-dir", frames, "--advantage", "nstep", "--n-step", 4, "--n-step-variant", "zero",
+               "--model-dir", model, "--frames-dir", frames, "--advantage", "nstep", "--n-step", 4,
+               "--n-step-variant", "zero",
                "--separate-networks", "--epsilon-start", 0.5, "--epsilon-end", 0.1, "--epsilon-decay-steps", 2000,
                "--epsilon-spread", "linear", "--gradient-mode", "normalize", "--lr-schedule", "linear",
                "--optimizer", "rmsprop", "--log-every-seconds", 1)
