@@ -256,6 +256,110 @@ def test_scenario_suites_of_two_sittings_combine_into_one_table(tmp_path):
     assert runs[0].minutes_to_target is None and runs[0].random_policy == -1.0 and runs[0].env_steps == 1200
 
 
+def test_scenario_suite_of_a_users_own_map_without_preset_records_it_and_combines(tmp_path):
+    """A --no-preset run of a user's maze.cfg: labelled by its file name, its own run folder, `preset` no and the
+    path in the CSV, an empty random-policy column where none was measured; --combine reads it back."""
+    script = load_script("learn_scenarios")
+    cfg = tmp_path / "maps" / "maze.cfg"
+    cfg.parent.mkdir()
+    cfg.write_text("doom_scenario_path = maze.wad\n")
+    assert script.scenario_label(str(cfg)) == "maze" and script.scenario_label("defend_the_center") == "defend_the_center"
+    assert script.run_folder("maze", 2, preset=False) == "maze-no-preset-seed2"
+    assert script.run_folder("basic.wad", 0, preset=True) == "basic.wad-seed0"  # as older suites named them
+    assert script.parse_assignments(["maze=0.9", "arena=-1.5e1"], "--target") == {"maze": 0.9, "arena": -15.0}
+    for bad in ("maze", "=3", "maze=high"):
+        with pytest.raises(ValueError, match="NAME=NUMBER"):
+            script.parse_assignments([bad], "--target")
+    suite = tmp_path / "suite"
+    (suite / "maze-no-preset-seed0").mkdir(parents=True)
+    write_progress(str(suite / "maze-no-preset-seed0" / "progress.csv"), [0.0] * 100 + [10.0] * 50, 6.0, 10)
+    run = script.summarize_run("maze", 0, progress_rows([0.0] * 100 + [10.0] * 50), target=None, random_policy=None,
+                               preset=False, source=str(cfg))
+    script.write_table([run], str(suite), minutes=15)
+    row = next(csv.DictReader(open(suite / "results.csv")))
+    assert (row["preset"], row["source"], row["random_policy"], row["target"]) == ("no", str(cfg), "", "")
+    table = (suite / "results.md").read_text()
+    assert "`--no-preset`: the defaults alone" in table and "| maze | 0 | 1,500 | 5.00 | 5.00 |  |  | no target | 2 | no |" in table
+    combined = script.combined_runs([str(suite)])
+    assert [(r.scenario, r.preset, r.source, r.random_policy) for r in combined] == [("maze", False, str(cfg), None)]
+    assert combined[0].final_mean100 == pytest.approx(5.0)
+    script.plot_curves(combined, str(tmp_path / "curves.png"))  # no random policy's line to draw
+
+
+def test_a_results_csv_from_before_the_preset_column_combines_as_preset_runs(tmp_path):
+    script = load_script("learn_scenarios")
+    (tmp_path / "b-seed1").mkdir()
+    write_progress(str(tmp_path / "b-seed1" / "progress.csv"), [1.0] * 120, 6.0, 10)
+    (tmp_path / "results.csv").write_text("scenario,seed,env_steps,final_mean100,best_mean100,target,"
+                                          "minutes_to_target,steps_per_s,random_policy\n"
+                                          "b,1,1200,1.000,1.000,2.000,,2,-1.000\n")
+    (run,) = script.combined_runs([str(tmp_path)])
+    assert run.preset and run.source == "b" and run.random_policy == -1.0 and run.target == 2.0
+
+
+def test_interquartile_mean_and_normalised_score_by_hand():
+    script = load_script("learn_scenarios")
+    # 8 scores: a quarter (2) cut from each end leaves 2, 3, 4, 5.
+    assert script.interquartile_mean(np.arange(8.0)) == pytest.approx(3.5)
+    assert script.interquartile_mean(np.array([7.0, 0, 100, 3, 4, 5, -50, 2])) == pytest.approx(3.5)  # order, outliers
+    # my_way_home-like: random policy -0.1, target 0.9; a score of 0.5 is 60% of the way.
+    assert script.normalized_score(0.5, -0.1, 0.9) == pytest.approx(0.6)
+    assert script.normalized_score(-0.1, -0.1, 0.9) == 0.0 and script.normalized_score(0.9, -0.1, 0.9) == 1.0
+    assert script.normalized_score(1_715.7, -41.4, 1_000.0) == pytest.approx((1_715.7 + 41.4) / 1_041.4)
+    assert script.normalized_score(0.5, None, 0.9) is None and script.normalized_score(0.5, -0.1, None) is None
+    assert script.normalized_score(0.5, 1.0, 1.0) is None
+
+
+def test_bootstrap_interval_contains_the_mean_narrows_as_seeds_agree_and_keeps_each_scenarios_seeds():
+    script = load_script("learn_scenarios")
+    mean_of = lambda scores: scores.mean(axis=1)  # noqa: E731
+    spread = np.array([10.0, 20.0, 30.0])
+    low, high = script.stratified_bootstrap_ci([spread], mean_of, reps=2000, seed=0)
+    assert low < 20.0 < high and 10.0 <= low and high <= 30.0
+    close = np.array([19.0, 20.0, 21.0])
+    close_low, close_high = script.stratified_bootstrap_ci([close], mean_of, reps=2000, seed=0)
+    assert close_low < 20.0 < close_high
+    assert close_high - close_low == pytest.approx((high - low) / 10)  # the same resamples, a tenth of the spread
+    assert script.stratified_bootstrap_ci([np.full(3, 5.0)], mean_of) == (5.0, 5.0)  # seeds that agree: no width
+    # Stratified: each scenario keeps its two runs in every resample, so the mean of [0, 0] and [10, 10] is always
+    # 5 (an unstratified bootstrap of the four runs would give anything from 0 to 10).
+    assert script.stratified_bootstrap_ci([np.zeros(2), np.full(2, 10.0)], mean_of) == (5.0, 5.0)
+
+
+def test_summary_over_seeds_and_scenarios_by_hand(tmp_path):
+    """Scenario a: 3 seeds at 0.5, 0.6, 0.7 (random 0, target 1: normalised the same). Scenario b: 3 seeds at
+    20, 30, 40 (random 0, target 40: 0.5, 0.75, 1.0). The six normalised scores sorted: 0.5, 0.5, 0.6, 0.7,
+    0.75, 1.0; int(0.25 x 6) = 1 cut from each end: IQM = mean(0.5, 0.6, 0.7, 0.75) = 0.6375. Scenario c has
+    no target and 2 seeds: left out of the IQM, and flagged."""
+    import json
+
+    script = load_script("learn_scenarios")
+    runs = [script.summarize_run("a", s, progress_rows([v] * 120), 1.0, 0.0) for s, v in enumerate([0.5, 0.6, 0.7])]
+    runs += [script.summarize_run("b", s, progress_rows([v] * 120), 40.0, 0.0) for s, v in enumerate([20.0, 30.0, 40.0])]
+    runs += [script.summarize_run("c", s, progress_rows([v] * 120), None, 1.0) for s, v in enumerate([3.0, 5.0])]
+    summary = script.summarize_suite(runs)
+    a, b, c = summary["scenarios"]
+    assert a["mean"] == pytest.approx(0.6) and a["ci95"][0] < 0.6 < a["ci95"][1] and a["note"] == ""
+    assert b["mean"] == pytest.approx(30.0) and b["normalized_mean"] == pytest.approx(0.75)
+    assert c["normalized_mean"] is None and "2 seeds: fewer than 3" in c["note"]
+    (aggregate,) = summary["aggregates"]
+    assert aggregate["preset"] and aggregate["scenarios"] == ["a", "b"] and aggregate["left_out"] == ["c"]
+    assert aggregate["iqm"] == pytest.approx(0.6375) and aggregate["runs"] == 6
+    assert aggregate["ci95"][0] < 0.6375 < aggregate["ci95"][1]
+    script.write_table(runs, str(tmp_path), minutes=30)
+    saved = json.loads((tmp_path / "results_summary.json").read_text(),
+                       parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
+    assert saved["aggregates"][0]["iqm"] == pytest.approx(0.6375)
+    table = (tmp_path / "results.md").read_text()
+    assert "## Summary over seeds" in table and "**0.64**" in table and "Left out (no target or random policy's score): c" in table
+    # Runs with and without presets are summarised apart.
+    runs.append(script.summarize_run("a", 0, progress_rows([0.2] * 120), 1.0, 0.0, preset=False))
+    summary = script.summarize_suite(runs)
+    assert [(g["preset"], g["iqm"]) for g in summary["aggregates"]] == [(True, pytest.approx(0.6375)),
+                                                                        (False, pytest.approx(0.2))]
+    assert "fewer than 3 seeds in a" in summary["aggregates"][1]["note"]
+
+
 # ---- benchmarks/shrink_gif.py -------------------------------------------------------------------------------------
 def test_shrink_gif_keeps_every_nth_frame_of_the_first_seconds_at_game_speed(tmp_path, monkeypatch):
     """30 frames of 100 ms (3 s of play); keep 2 s, one frame in 2: 10 frames of 200 ms, the same pictures."""
