@@ -61,6 +61,21 @@ class TrainConfig:
                                    "--frame-size grey frames")
     frame_size: int = _flag(84, "side in pixels of the square grey frames the network sees, Doom and Atari (the seed's "
                             "84; 42 costs a third of the network's compute per frame)")
+    preset: bool = _flag(True, "take the values the scenario's preset (scenarios/NAME.toml) sets; --no-preset runs a "
+                         "shipped scenario exactly as a user's own .cfg: the defaults of its kind, nothing tuned for it "
+                         "(Atari games keep scenarios/atari.toml, the kind's own table)")
+    action_set: str | None = _flag(None, "Doom actions: 'preset' (the preset's list, else one action per button), "
+                                   "'buttons' (one action per available button), 'combined' (move, turn, strafe and "
+                                   "attack at once: one option from each group of the .cfg's buttons, at most "
+                                   "64 actions; doom_a3c/action_sets.py) (default: 'preset' when the preset lists "
+                                   "actions, else 'buttons')", choices=["preset", "buttons", "combined"])
+    cfg_variables: bool | None = _flag(None, "Doom: when neither the preset nor the config lists game variables, the "
+                                       "network sees those the .cfg lists (available_game_variables: HEALTH, "
+                                       "AMMO2...) (default: on for a map without a preset, off under a preset)")
+    normalize_variables: bool | None = _flag(None, "Doom: the network sees its game variables standardised by running "
+                                             "means and deviations, shared by all workers and saved in the checkpoint "
+                                             "(default: on for the .cfg's variables, off for a preset's hand-scaled "
+                                             "ones)")
     # --- the environment as resolved when the run started (doom_a3c/resolve.py) ---
     env_kind: str = _resolved("", "doom, atari or vector")
     scenario_path: str = _resolved("", "Doom: the .cfg the games load (absolute); gymnasium: the env id")
@@ -87,10 +102,17 @@ class TrainConfig:
     # --- workers ---
     workers: int = _flag(os.cpu_count() or 1, "worker threads (default: one per CPU core)")
     envs_per_worker: int = _flag(4, "environments each worker steps with one batched forward pass")
-    env_threads: int = _flag(2, "threads stepping each worker's games (ViZDoom releases the GIL while its engine runs)")
-    env_processes: int = _flag(0, "0: each worker's games run in this process (stepped by --env-threads threads); P > 0: "
-                               "they run in P child processes per worker, outside this process's GIL (ale-py holds "
-                               "the GIL while it emulates). Threaded trainers only: Ray workers are processes already")
+    env_threads: int = _flag(2, "threads stepping each worker's games, or each game process's (ViZDoom releases the GIL "
+                             "while its engine runs)")
+    env_processes: int | None = _flag(None, "0: each worker's games run in this process (stepped by --env-threads "
+                                      "threads); P > 0: they run in P child processes per worker, outside this "
+                                      "process's GIL (ale-py holds it while it emulates), where a game that stops "
+                                      "answering can be killed and replaced (--game-timeout) (default: the preset's; "
+                                      "ViZDoom 2, gymnasium 0)")
+    game_timeout: float = _flag(30.0, "watchdog: a game process whose call (start, step, reset, close) has not "
+                                "returned within this many seconds is killed with its engines and replaced, its "
+                                "games' unfinished episodes dropped, as for a crashed game (with --env-processes > 0; "
+                                "a healthy game answers in milliseconds)")
     max_game_restarts: int = _flag(5, "a game that dies or raises is closed and restarted with a fresh seed, its "
                                    "unfinished episode dropped; more than this many restarts within a minute (all "
                                    "workers together) stop the run with an error and a final checkpoint (0: the "
@@ -112,6 +134,10 @@ class TrainConfig:
     normalize_advantages: bool = _flag(False, "scale each update's advantages to mean 0 and std 1 (as PPO "
                                        "implementations do): the policy gradient's size then no longer depends "
                                        "on the reward scale")
+    normalize_returns: bool = _flag(False, "scale-free learning (DreamerV3): advantages, value targets and the "
+                                    "critic's output in units of max(1, S), S a running 5th-95th percentile range of "
+                                    "the rollouts' returns shared by all workers and saved in the checkpoint, so that "
+                                    "one set of hyperparameters fits a reward of 1 or 1,000 an episode")
     value_coef: float = _flag(0.5, "weight of the value loss")
     policy_coef: float = _flag(1.0, "weight of the policy-gradient loss")
     entropy_coef: float = _flag(0.01, "weight of the entropy bonus")
@@ -177,7 +203,7 @@ class TrainConfig:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"--{flag_name(name)} must be > 0, got {getattr(self, name)}")
-        non_negative = ["max_steps", "max_minutes", "gif_every", "save_every_episodes", "env_processes",
+        non_negative = ["max_steps", "max_minutes", "gif_every", "save_every_episodes",
                         "value_coef", "policy_coef", "entropy_coef", "keep_checkpoints", "epsilon_decay_steps",
                         "max_game_restarts"]
         for name in non_negative:
@@ -187,6 +213,10 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ConfigError(f"--{flag_name(name)} must be > 0, got {value}")
+        if self.env_processes is not None and self.env_processes < 0:
+            raise ConfigError(f"--env-processes must be >= 0, got {self.env_processes}")
+        if not self.game_timeout > 0:
+            raise ConfigError(f"--game-timeout must be > 0, got {self.game_timeout}")
         for name in ("learning_rate", "clip_norm", "normalize_norm"):
             if not getattr(self, name) > 0:  # NaN fails too
                 raise ConfigError(f"--{flag_name(name)} must be > 0, got {getattr(self, name)}")
@@ -205,9 +235,6 @@ class TrainConfig:
         if self.distributed == "ray" and self.trainer == "ga3c":
             raise ConfigError("--distributed ray runs A3C workers (each with its own local copy); "
                               "--trainer ga3c runs in one process: use one or the other")
-        if self.distributed == "ray" and self.env_processes:
-            raise ConfigError("--env-processes is for the threaded trainers: with --distributed ray every worker "
-                              "is a process of its own already; drop --env-processes")
         if self.lr_schedule == "linear" and not self.max_steps:
             raise ConfigError("--lr-schedule linear anneals to 0 over --max-steps: give --max-steps too")
         return self
@@ -215,7 +242,8 @@ class TrainConfig:
     def is_resolved(self) -> bool:
         """True once the scenario's values are filled in (resolve.py): nothing left to look up."""
         return (self.env_kind in ENV_KINDS and bool(self.scenario_path) and bool(self.actions)
-                and all(getattr(self, name) is not None for name in ("frame_skip", "reward_scale", "clip_rewards")))
+                and all(getattr(self, name) is not None for name in ("frame_skip", "reward_scale", "clip_rewards",
+                                                                 "env_processes")))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

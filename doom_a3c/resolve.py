@@ -19,6 +19,7 @@ import os
 import sys
 from typing import Any
 
+from doom_a3c.action_sets import combined_actions, single_button_actions
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.scenarios import (ATARI, DOOM, VECTOR, environment_kind, find_doom_scenario, load_preset,
                                 preset_path, scenario_name)
@@ -27,25 +28,40 @@ KIND_NAMES = {DOOM: "a ViZDoom scenario", ATARI: "an Atari game", VECTOR: "a vec
 # frame skip, reward scale, reward clipping for each kind when the preset does not say
 KIND_DEFAULTS = {DOOM: (4, 0.01, False), ATARI: (4, 1.0, True), VECTOR: (1, 1.0, False)}
 NO_CROP = [0.0, 0.0, 0.0, 0.0]
+DOOM_GAME_PROCESSES = 2  # per worker, by default: see "env_processes" in resolve_environment
+
+
+# A map without a preset (a user's own, or a shipped one with --no-preset): its action set when the config
+# names none. One action per button until measured against 'combined' (issue 33).
+OWN_MAP_ACTION_SET = "buttons"
+# What configs saved before these fields existed ran: the preset, its actions, no variables of the .cfg's own.
+FIELDS_BEFORE_ISSUE_33 = {"preset": True, "action_set": "preset", "cfg_variables": False,
+                          "normalize_variables": False, "normalize_returns": False}
 
 
 def _preset_name(config: TrainConfig) -> str:
     return scenario_name(config.scenario, config.model_dir)
 
 
+def _scenario_preset(config: TrainConfig) -> dict:
+    """The scenario's preset, or {} with --no-preset: the map is then run as a user's own .cfg would be."""
+    return load_preset(_preset_name(config)) if config.preset else {}
+
+
 def _preset_train_defaults(scenario: str, kind: str, preset: dict) -> dict[str, Any]:
     """The preset's `[train]` table; every Atari game first takes `scenarios/atari.toml`'s."""
     defaults = load_preset(ATARI).get("train", {}) if kind == ATARI else {}
     defaults = {**defaults, **preset.get("train", {})}
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    known = {f.name for f in dataclasses.fields(TrainConfig)} - {"preset"}  # a preset cannot turn itself off
     unknown = sorted(set(defaults) - known)
     if unknown:
         raise ConfigError(f"preset for {scenario} sets unknown options {unknown}")
     return defaults
 
 
-def _doom_buttons(cfg_path: str) -> list[str]:
-    """The buttons a .cfg makes available, in make_action's order (read without starting an engine)."""
+def _doom_cfg_lists(cfg_path: str) -> tuple[list[str], list[str]]:
+    """The buttons a .cfg makes available, in make_action's order, and the game variables it lists (read
+    without starting an engine)."""
     import vizdoom as vzd
 
     game = vzd.DoomGame()
@@ -53,7 +69,41 @@ def _doom_buttons(cfg_path: str) -> list[str]:
         game.load_config(cfg_path)
     except Exception as error:  # ViZDoom raises its own exception types
         raise ConfigError(f"cannot load scenario config {cfg_path}: {str(error).splitlines()[0]}") from None
-    return [str(b).split(".")[-1].split(":")[0] for b in game.get_available_buttons()]
+    names = lambda items: [str(item).split(".")[-1].split(":")[0] for item in items]  # noqa: E731
+    return names(game.get_available_buttons()), names(game.get_available_game_variables())
+
+
+def _doom_buttons(cfg_path: str) -> list[str]:
+    """The buttons a .cfg makes available, in make_action's order."""
+    return _doom_cfg_lists(cfg_path)[0]
+
+
+def _doom_actions(config: TrainConfig, preset: dict[str, Any], buttons: list[str]) -> tuple[str, list]:
+    """(--action-set as resolved, the actions as button lists): the config's own list if it has one."""
+    action_set = config.action_set or ("preset" if preset.get("actions") else OWN_MAP_ACTION_SET)
+    if config.actions:
+        return action_set, config.actions
+    if action_set == "combined":
+        return action_set, combined_actions(buttons)
+    if action_set == "preset" and preset.get("actions"):
+        return action_set, preset["actions"]
+    return action_set, single_button_actions(buttons)
+
+
+def _doom_variables(name: str, config: TrainConfig, preset: dict[str, Any],
+                    cfg_variables: list[str]) -> dict[str, Any]:
+    """The game variables the network sees: the config's or the preset's list with its hand scales, else (with
+    --cfg-variables, on by default without a preset) every variable the .cfg lists, unscaled and standardised
+    by running statistics (--normalize-variables, on by default for them)."""
+    listed = config.game_variables or preset.get("game_variables")
+    use_cfg = config.cfg_variables if config.cfg_variables is not None else not preset
+    if listed:
+        variables = _named_values(name, "game_variables", listed)
+    else:
+        variables = [[variable, 1.0] for variable in cfg_variables] if use_cfg else []
+    normalize = config.normalize_variables if config.normalize_variables is not None else not listed
+    return {"game_variables": variables, "cfg_variables": bool(use_cfg),
+            "normalize_variables": bool(normalize and variables)}
 
 
 def _named_values(scenario: str, key: str, value: Any) -> list[list]:
@@ -104,7 +154,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
     """Fill in every environment value still missing from the scenario and its preset."""
     kind = environment_kind(config.scenario)
     name = _preset_name(config)
-    preset = load_preset(name)
+    preset = _scenario_preset(config)
     frame_skip, reward_scale, clip_rewards = KIND_DEFAULTS[kind]
     values: dict[str, Any] = {
         "env_kind": kind,
@@ -112,12 +162,16 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         "reward_scale": config.reward_scale or float(preset.get("reward_scale", reward_scale)),
         "clip_rewards": config.clip_rewards if config.clip_rewards is not None
         else bool(preset.get("clip_rewards", clip_rewards)),
+        # ViZDoom's games run in child processes, where the watchdog can kill a stalled engine (docs/faults.md);
+        # as fast as games in this process (docs/benchmarks.md, "Games in child processes").
+        "env_processes": config.env_processes if config.env_processes is not None
+        else DOOM_GAME_PROCESSES if kind == DOOM else 0,
     }
     if kind == DOOM:
         _, cfg_path = find_doom_scenario(config.scenario, config.model_dir)
         check_screen_resolution(config.screen_resolution)
-        buttons = _doom_buttons(cfg_path)
-        actions = config.actions or preset.get("actions") or [[b] for b in buttons if not b.endswith("_DELTA")]
+        buttons, cfg_variables = _doom_cfg_lists(cfg_path)
+        action_set, actions = _doom_actions(config, preset, buttons)
         if not actions:
             raise ConfigError(f"{cfg_path} makes no buttons available: list them in its available_buttons "
                               f"(e.g. available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK }})")
@@ -125,14 +179,13 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         if unknown:
             raise ConfigError(f"preset for {name} uses buttons {unknown} that its cfg does not make "
                               f"available ({buttons})")
-        values.update(scenario_path=cfg_path, actions=[list(combo) for combo in actions],
+        values.update(scenario_path=cfg_path, actions=[list(combo) for combo in actions], action_set=action_set,
                       crop=[float(x) for x in (config.crop or preset.get("crop", NO_CROP))],
                       game_args=config.game_args or str(preset.get("game_args", "")),
                       bots=config.bots or int(preset.get("bots", 0)),
                       frag_reward=config.frag_reward or float(preset.get("frag_reward", 0.0)),
                       color=config.color or bool(preset.get("color", False)),
-                      game_variables=_named_values(name, "game_variables",
-                                                   config.game_variables or preset.get("game_variables")),
+                      **_doom_variables(name, config, preset, cfg_variables),
                       reward_shaping=_named_values(name, "reward_shaping",
                                                    config.reward_shaping or preset.get("reward_shaping")),
                       bootstrap_timeout=_preset_bool(name, preset, "bootstrap_timeout", config.bootstrap_timeout),
@@ -140,10 +193,16 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
     else:
         from doom_a3c.gym_envs import gym_action_names
 
+        doom_only = [f"--{flag}" for flag, on in (("action-set", config.action_set not in (None, "buttons")),
+                                                   ("cfg-variables", config.cfg_variables),
+                                                   ("normalize-variables", config.normalize_variables)) if on]
+        if doom_only:
+            raise ConfigError(f"{', '.join(doom_only)}: for ViZDoom scenarios only, not {config.scenario}")
         # Building one game is the only sure check (missing ROM, continuous actions, image obs...).
         names = gym_action_names(config.scenario, config.frame_size)
         values.update(scenario_path=config.scenario, actions=config.actions or [[n] for n in names],
-                      crop=config.crop or NO_CROP)
+                      crop=config.crop or NO_CROP, action_set="buttons", cfg_variables=False,
+                      normalize_variables=False)
     return dataclasses.replace(config, **values)
 
 
@@ -152,7 +211,7 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
     config = TrainConfig(**given)
     name = _preset_name(config)
     kind = environment_kind(config.scenario)
-    defaults = _preset_train_defaults(config.scenario, kind, load_preset(name))
+    defaults = _preset_train_defaults(config.scenario, kind, _scenario_preset(config))
     from_preset = {k: v for k, v in defaults.items() if k not in given}
     if from_preset:
         print(f"preset for {name} ({preset_path(name).name}): "
@@ -176,6 +235,11 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
             raise ConfigError(f"{where} was trained on {saved.scenario_path}, not {cfg_path} (another file of the "
                               f"same name); use another --model-dir for a new scenario")
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
+    fixed = [name for name in FIELDS_BEFORE_ISSUE_33 if name in given and given[name] != getattr(saved, name)]
+    if fixed:
+        # They chose the games' actions and variables and the network's running statistics when the run began.
+        flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
+        raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
     return dataclasses.replace(saved, **given).validate()
 
 
@@ -190,6 +254,10 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
     for key in ("frame_skip", "reward_scale"):
         if not data.get(key):  # 0 meant "the preset's"
             data[key] = None
+    if data.get("env_processes") is None:  # saved before games had child processes by default: as trained
+        data["env_processes"] = 0
+    for key, value in FIELDS_BEFORE_ISSUE_33.items():  # saved before they existed: as trained, not today's defaults
+        data.setdefault(key, value)
     target = data.get("target_reward")
     if isinstance(target, float) and not math.isfinite(target):
         data["target_reward"] = None
