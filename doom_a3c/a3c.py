@@ -7,7 +7,7 @@ from doom_a3c.env_batch import GameBatch
 from doom_a3c.learning import GlobalLearner
 from doom_a3c.local_copy import LocalCopy
 from doom_a3c.rollout import GameRunner, Rollout
-from doom_a3c.run_state import TrainMetrics
+from doom_a3c.run_state import Stopped, TrainMetrics
 
 
 class A3CWorker:
@@ -36,6 +36,8 @@ class A3CWorker:
             self.sync()
             while not self.run.stop.is_set():
                 self.run.latest_metrics[self.index] = self.learn(self.runner.collect(self.rollout_length))
+        except Stopped:  # the run stopped while a game did not answer: its rollout is dropped, nothing counted
+            pass
         except BaseException as error:  # noqa: BLE001 - reported by the coordinator
             self.run.fail(error)
 

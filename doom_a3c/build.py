@@ -7,6 +7,7 @@ server and worker processes call the same pieces in their own processes.
 from __future__ import annotations
 
 import os
+import threading
 from typing import NamedTuple
 
 from doom_a3c.checkpoint import Checkpointer, RunCounters, restore
@@ -39,10 +40,10 @@ def worker_seed(config: TrainConfig, index: int, offset: int = 0) -> int:
     return config.seed + index + offset
 
 
-def worker_games(config: TrainConfig, index: int, offset: int = 0) -> GameBatch:
-    """Worker i's --envs-per-worker games, seeded apart from every other worker's."""
+def worker_games(config: TrainConfig, index: int, offset: int = 0, stop: threading.Event | None = None) -> GameBatch:
+    """Worker i's --envs-per-worker games, seeded apart from every other worker's; `stop` ends any wait for them."""
     seeds = [config.seed + GAME_SEED_STRIDE * index + e + offset for e in range(config.envs_per_worker)]
-    return make_env_batch(config, seeds)
+    return make_env_batch(config, seeds, stop)
 
 
 def worker_epsilon(config: TrainConfig, index: int) -> EpsilonSchedule | None:
@@ -120,11 +121,11 @@ def build_thread_run(config: TrainConfig, resume_prefix: str | None = None) -> T
     keras.utils.set_random_seed(config.seed)
     # Games first: with --env-processes their processes fork here, before TensorFlow starts any thread.
     games: list[GameBatch] = []
+    run = RunState()
     try:
         for w in range(config.workers):
-            games.append(worker_games(config, w))
+            games.append(worker_games(config, w, stop=run.stop))
         spec = games[0].spec
-        run = RunState()
         parts = build_global(config, spec, resume_prefix, run.counters)
     except BaseException:
         for batch in games:

@@ -58,6 +58,7 @@ class Coordinator:
         self.start_time = time.time()
         self.stop_reason = ""
         self.game_restarts = 0
+        self._silent_workers: set[int] = set()  # warned about: their games have not answered for --game-timeout
         self._recent_restarts: deque[float] = deque()  # when, within the last RESTART_WINDOW_SECONDS
         self.log = RunLog(config.model_dir, config, resumed_episodes=episodes if resumed else None)
 
@@ -81,6 +82,7 @@ class Coordinator:
                 now = time.time()
                 self._log_episodes()
                 self._log_restarts(now)
+                self._check_heartbeats()
                 if now - last_log >= cfg.log_every_seconds:
                     self._report((counters.env_steps - last_log_steps) / (now - last_log))
                     last_log, last_log_steps = now, counters.env_steps
@@ -144,12 +146,13 @@ class Coordinator:
         self.log.summarise_episodes(steps)
 
     def _log_restarts(self, now: float) -> None:
-        """One warning line per restarted game; more than --max-game-restarts within a minute stop the run."""
+        """One warning line per fault (a game, or a game process with all its games); more than
+        --max-game-restarts of them within a minute stop the run."""
         restarts = self.run.game_restarts()
         for restart in restarts:
             self.game_restarts += 1
             self._recent_restarts.append(now)
-            print(f"warning: game {restart.game} of worker {restart.worker} failed ({restart.reason}); closed and "
+            print(f"warning: {restart.games()} of worker {restart.worker} failed ({restart.reason}); closed and "
                   f"restarted with a fresh seed, its unfinished episode dropped", file=sys.stderr, flush=True)
         if restarts:  # counted at once: a restart in the run's last seconds must show too
             self.log.scalars(self.run.counters.env_steps, {"Perf/Game Restarts": self.game_restarts})
@@ -160,6 +163,22 @@ class Coordinator:
             self.run.fail(TooManyRestarts(
                 f"{len(self._recent_restarts)} games restarted within {RESTART_WINDOW_SECONDS:g} s, more than "
                 f"--max-game-restarts {limit}; the last failed with {restarts[-1].reason}"))
+
+    def _check_heartbeats(self) -> None:
+        """One warning line for a worker whose games have not answered for --game-timeout. Games in child
+        processes are replaced by then (ProcessEnvBatch's watchdog); games in this process cannot be."""
+        if self.config.env_processes:
+            return
+        now = time.monotonic()
+        for worker, last in list(self.run.heartbeats.items()):
+            silent = now - last > self.config.game_timeout + 5  # the watchdog's replacement comes first
+            if silent and worker not in self._silent_workers:
+                self._silent_workers.add(worker)
+                print(f"warning: the games of worker {worker} have not answered for {now - last:.0f} s (a stalled "
+                      f"engine?); with --env-processes 0 they cannot be replaced: stop the "
+                      f"run and --resume it with --env-processes 2", file=sys.stderr, flush=True)
+            elif not silent:
+                self._silent_workers.discard(worker)
 
     def _report(self, steps_per_second: float) -> None:
         metrics = list(self.run.latest_metrics.values())

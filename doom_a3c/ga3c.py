@@ -25,7 +25,7 @@ from doom_a3c.learning import GlobalLearner, GradientStep
 from doom_a3c.network import ActorCritic, LSTMState
 from doom_a3c.quiet_import import tf
 from doom_a3c.rollout import GameRunner, Rollout, concatenate_rollouts
-from doom_a3c.run_state import RunState, TrainMetrics
+from doom_a3c.run_state import RunState, Stopped, TrainMetrics
 
 WAIT_SECONDS = 0.1  # how often a waiting thread looks at the stop flag
 
@@ -47,10 +47,6 @@ class PredictionRequest(NamedTuple):
 class TrainingItem(NamedTuple):
     rollout: Rollout
     policy_update: float  # mean global update count of the weights that chose the rollout's actions
-
-
-class Stopped(Exception):
-    """The run stopped while this thread was waiting on a queue."""
 
 
 def wait_get(source: queue.Queue, run: RunState):

@@ -45,7 +45,14 @@ from doom_a3c.run_state import EpisodeResult, GameRestart, RunState, TrainMetric
 
 SEED_STRIDE = 100_000  # a replacement worker's games and sampling get seeds this far from its predecessor's
 START_TIMEOUT_S = 300.0  # for the actors to start (a cluster without free CPUs would otherwise wait forever)
-STOP_TIMEOUT_S = 60.0  # for the rollouts under way when the run stops
+STOP_TIMEOUT_S = 60.0  # for the parameter server's final save
+# For the rollouts under way when the run stops: a rollout takes well under a second, and one waiting on a stalled
+# game (replaced only after --game-timeout) is dropped instead, with nothing of it counted: the run stops in seconds.
+STOP_WAIT_S = 10.0
+# A worker whose rollout has not come back within --game-timeout x 2 + this is lost, as one whose process died: its
+# games' own watchdog should have answered long before (a rollout takes well under a second; the first one traces
+# the network), so the actor itself is stuck. It is killed and replaced.
+STEP_GRACE_S = 60.0
 MAX_DEATHS_IN_A_ROW = 3  # a worker that dies this often without finishing a rollout stops the run
 
 
@@ -265,6 +272,7 @@ class RayBackend:
         self.ps = None
         self.actors: dict[int, Any] = {}
         self.pending: dict[Any, int] = {}  # ObjectRef of a step() under way -> worker index
+        self.submitted: dict[Any, float] = {}  # ObjectRef of a step() under way -> when (time.time())
         self.deaths_in_a_row = {w: 0 for w in range(config.workers)}
         self.restarts = 0
         self.worker_pids: dict[int, int] = {}
@@ -327,7 +335,8 @@ class RayBackend:
             self._submit(index)
 
     def _submit(self, index: int) -> None:
-        self.pending[self.actors[index].step.remote()] = index
+        ref = self.actors[index].step.remote()
+        self.pending[ref], self.submitted[ref] = index, time.time()
 
     def wait(self, timeout: float) -> bool:
         deadline = time.time() + timeout
@@ -341,12 +350,22 @@ class RayBackend:
             ready, _ = self.ray.wait(list(self.pending), num_returns=1, timeout=remaining)
             for ref in ready:
                 self._collect(ref, resubmit=True)
+            self._replace_stuck_workers()
         return self.run.stop.is_set()
+
+    def _replace_stuck_workers(self) -> None:
+        bound = self.config.game_timeout * 2 + STEP_GRACE_S
+        for ref, submitted in list(self.submitted.items()):
+            if ref in self.pending and time.time() - submitted > bound and not self.run.stop.is_set():
+                index = self.pending.pop(ref)
+                del self.submitted[ref]
+                self._worker_died(index, TimeoutError(f"no rollout within {bound:g} s"), replace=True)
 
     def _collect(self, ref, resubmit: bool) -> None:
         """Take one finished step(): queue its episodes and metrics for the shared loop, and start the next."""
         ray = self.ray
         index = self.pending.pop(ref)
+        self.submitted.pop(ref, None)
         try:
             report: StepReport = ray.get(ref)
         except ray.exceptions.RayTaskError as error:  # raised inside the worker (its game, or the PS, failed)
@@ -390,8 +409,9 @@ class RayBackend:
         self._submit(index)
 
     def stop(self) -> None:
-        """Let the rollouts under way finish (their gradients are applied and their episodes must be logged)."""
-        deadline = time.time() + STOP_TIMEOUT_S
+        """Let the rollouts under way finish (their gradients are applied and their episodes must be logged), for
+        up to STOP_WAIT_S; the rest are dropped."""
+        deadline = time.time() + STOP_WAIT_S
         while self.pending and time.time() < deadline:
             ready, _ = self.ray.wait(list(self.pending), num_returns=1, timeout=max(0.0, deadline - time.time()))
             for ref in ready:

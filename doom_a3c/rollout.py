@@ -4,6 +4,7 @@ Where the logits come from is a `Policy`'s business: a worker's local copy (A3C,
 """
 from __future__ import annotations
 
+import time
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -12,7 +13,7 @@ from doom_a3c.config import TrainConfig
 from doom_a3c.env_batch import GameBatch
 from doom_a3c.exploration import EpsilonSchedule, apply_epsilon
 from doom_a3c.network import LSTMState
-from doom_a3c.run_state import EpisodeResult, GameRestart, RunState
+from doom_a3c.run_state import EpisodeResult, RunState, group_restarts
 
 
 class Rollout(NamedTuple):
@@ -76,8 +77,8 @@ class GameRunner:
         self.rng = np.random.default_rng(seed)
         batch = len(games)
         self._observations = games.reset()  # [B, *obs]
-        for game, why in games.take_start_failures():  # nothing was played in them: only the restart to report
-            self.run.restarts.put(GameRestart(index, game, why))
+        for restart in group_restarts(index, games.take_start_failures()):  # nothing played: only the restart
+            self.run.restarts.put(restart)
         self._starts = np.ones(batch, np.float32)
         self._episode_reward = np.zeros(batch)
         self._episode_length = np.zeros(batch, np.int64)
@@ -118,6 +119,7 @@ class GameRunner:
             chosen = self._choose(logits)
             observations[t], actions[t], starts[t], values[t] = self._observations, chosen, self._starts, step_values
             result = self.games.step(chosen)
+            self.run.heartbeats[self.index] = time.monotonic()
             # Learning sees the shaped reward; the episode reports keep the game's own score.
             rewards[t], dones[t] = (result.rewards + result.shaping) * self.reward_scale, result.dones | result.truncated
             if result.final_observations is not None:
@@ -156,8 +158,10 @@ class GameRunner:
 
     def _drop_crashed(self, crashes: np.ndarray) -> None:
         """A restarted game's unfinished episode is never reported: nothing counts it."""
-        for b in np.flatnonzero(crashes != ""):
-            self.run.restarts.put(GameRestart(self.index, int(b), str(crashes[b])))
+        crashed = np.flatnonzero(crashes != "")
+        for restart in group_restarts(self.index, [(int(b), str(crashes[b])) for b in crashed]):
+            self.run.restarts.put(restart)
+        for b in crashed:
             self._episode_reward[b] = self._episode_length[b] = self._episode_value_sum[b] = 0
             if b == 0 and self._frames is not None:
                 self._frames = [self.games.screen(0).copy()]  # the recording starts over with the new game

@@ -10,6 +10,11 @@ from typing import NamedTuple
 import numpy as np
 
 
+class Stopped(Exception):
+    """The run stopped while this thread was waiting (on a queue, or on a game that does not answer): the thread
+    ends without an error."""
+
+
 class EpisodeResult(NamedTuple):
     worker: int
     reward: float  # the game's own score, unscaled
@@ -20,9 +25,29 @@ class EpisodeResult(NamedTuple):
 
 
 class GameRestart(NamedTuple):
+    """One fault: game `game` of a worker's batch, and the `count` - 1 games after it that went with it (a game
+    process replaced with all its games), closed and restarted."""
+
     worker: int
     game: int  # index in the worker's batch
     reason: str  # the error that ended the old game, one line
+    count: int = 1
+
+    def games(self) -> str:
+        return f"game {self.game}" if self.count == 1 else f"games {self.game}-{self.game + self.count - 1}"
+
+
+def group_restarts(worker: int, failed: list[tuple[int, str]]) -> list[GameRestart]:
+    """(game, why) pairs -> one GameRestart per fault: neighbouring games that failed for the same reason at the
+    same step (the games of one replaced game process) are one."""
+    restarts: list[GameRestart] = []
+    for game, why in sorted(failed):
+        last = restarts[-1] if restarts else None
+        if last is not None and last.reason == why and last.game + last.count == game:
+            restarts[-1] = last._replace(count=last.count + 1)
+        else:
+            restarts.append(GameRestart(worker, game, why))
+    return restarts
 
 
 class TrainMetrics(NamedTuple):
@@ -69,6 +94,8 @@ class RunState:
     episodes: "queue.Queue[EpisodeResult]" = field(default_factory=queue.Queue)
     restarts: "queue.Queue[GameRestart]" = field(default_factory=queue.Queue)
     latest_metrics: dict[int, TrainMetrics] = field(default_factory=dict)
+    # time.monotonic() of each worker's (runner's) last game step: a worker whose games stopped answering shows
+    heartbeats: dict[int, float] = field(default_factory=dict)
     errors: list[BaseException] = field(default_factory=list)
 
     def fail(self, error: BaseException) -> None:

@@ -2,12 +2,15 @@
 this process, for the coordinator."""
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from typing import Protocol
 
 from doom_a3c.build import ThreadRun
 
-JOIN_TIMEOUT_S = 60.0
+JOIN_TIMEOUT_S = 60.0  # all threads together, to finish the rollout under way once the run stops
+CLOSE_TIMEOUT_S = 20.0  # all games together; games in child processes are killed after ProcessEnvBatch's 5 s
 
 
 class ThreadBody(Protocol):
@@ -38,9 +41,14 @@ class ThreadBackend:
         return self.run.stop.wait(timeout)
 
     def stop(self) -> None:
-        """`run.stop` is set: let every thread finish (and queue its episodes) before the final save."""
+        """`run.stop` is set: let every thread finish (and queue its episodes) before the final save. A thread
+        blocked in a game of this process (--env-processes 0) cannot be ended: it is left behind, with a warning."""
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
         for thread in self.threads:
-            thread.join(timeout=JOIN_TIMEOUT_S)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                print(f"warning: {thread.name} did not stop within {JOIN_TIMEOUT_S:g} s (blocked in a game call?); "
+                      f"left behind", file=sys.stderr, flush=True)
 
     def save(self, episodes: int, wall_seconds: float) -> str:
         return self.parts.global_parts.save(episodes, wall_seconds)
@@ -49,5 +57,12 @@ class ThreadBackend:
         return self.parts.learner.learning_rate
 
     def close(self) -> None:
-        for body in self.bodies:
-            body.close()
+        """Close every body's games, in a thread of its own: a game of this process whose engine stalled can
+        block its close for ever (ViZDoom joins the engine's thread), and the run must still end."""
+        closing = threading.Thread(target=lambda: [body.close() for body in self.bodies], name="close_games",
+                                   daemon=True)
+        closing.start()
+        closing.join(timeout=CLOSE_TIMEOUT_S)
+        if closing.is_alive():
+            print(f"warning: the games did not close within {CLOSE_TIMEOUT_S:g} s (a stalled engine?); their engines "
+                  f"end with this process", file=sys.stderr, flush=True)

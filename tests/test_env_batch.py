@@ -283,3 +283,134 @@ def test_game_processes_end_when_the_trainer_is_killed():
     while any(alive(p) for p in pids) and time.time() < deadline:
         time.sleep(0.2)
     assert not any(alive(p) for p in pids)
+
+
+# ---- the watchdog: a game process that stops answering is killed and replaced ----------------------------
+
+class StallingEnv(CountingEnv):
+    """A CountingEnv whose step blocks for good at its `stall_at`-th step, as a step does on an engine that died
+    holding ViZDoom's message-queue lock."""
+
+    def __init__(self, ident, length, stall_at=None):
+        super().__init__(ident, length)
+        self.stall_at = stall_at
+
+    def step(self, action):
+        if self.stall_at is not None and self.total_steps + 1 >= self.stall_at:
+            time.sleep(3600)
+        return super().step(action)
+
+
+def stalling_factories(count=4, stall_game=None, stall_at=3):
+    return [lambda i=i: StallingEnv(i, length=100, stall_at=stall_at if i == stall_game else None)
+            for i in range(count)]
+
+
+def fresh_game(index, restarts):
+    return StallingEnv(50 + index, length=100)
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_game_process_that_stops_answering_is_replaced_and_its_games_reported_as_crashed():
+    batch = ProcessEnvBatch(stalling_factories(4, stall_game=3), processes=2, remake=fresh_game, timeout=2.0)
+    try:
+        batch.reset()
+        stalled = batch._processes[1].pid
+        for _ in range(2):
+            assert batch.step(np.zeros(4, int)).crashes.tolist() == [""] * 4
+        started = time.monotonic()
+        result = batch.step(np.zeros(4, int))  # game 3 blocks at its 3rd step: its child is lost
+        assert 2.0 <= time.monotonic() - started < 10.0
+        assert result.crashes[:2].tolist() == ["", ""]
+        assert all("did not answer within 2 s" in why for why in result.crashes[2:])
+        assert result.dones[2:].all() and not result.game_overs[2:].any() and (result.rewards[2:] == 0).all()
+        # The slice's games are fresh ones (remade with the batch's indices), at their first observation.
+        np.testing.assert_array_equal(result.observations[2:], [[52, 0], [53, 0]])
+        np.testing.assert_array_equal(result.observations[:2], [[0, 3], [1, 3]])
+        assert not alive(stalled) and batch._processes[1].pid != stalled
+        following = batch.step(np.zeros(4, int))
+        assert following.crashes.tolist() == [""] * 4
+        np.testing.assert_array_equal(following.observations, [[0, 4], [1, 4], [52, 1], [53, 1]])
+    finally:
+        batch.close()
+
+
+def test_a_stopped_game_process_is_replaced_too():
+    """SIGSTOP: a process that is alive but never answers (a stopped or swapped-out engine looks the same)."""
+    batch = ProcessEnvBatch(stalling_factories(2), processes=2, remake=fresh_game, timeout=1.5)
+    try:
+        batch.reset()
+        stopped = batch._processes[0].pid
+        os.kill(stopped, signal.SIGSTOP)
+        result = batch.step(np.zeros(2, int))
+        assert "did not answer" in result.crashes[0] and result.crashes[1] == ""
+        np.testing.assert_array_equal(result.observations[0], [50, 0])
+        assert not alive(stopped)
+    finally:
+        batch.close()
+
+
+def test_a_game_process_that_dies_is_replaced_when_games_may_restart():
+    batch = ProcessEnvBatch(stalling_factories(2), processes=2, remake=fresh_game, timeout=5.0)
+    try:
+        batch.reset()
+        os.kill(batch._processes[1].pid, signal.SIGKILL)
+        result = batch.step(np.zeros(2, int))
+        assert result.crashes[0] == "" and "died" in result.crashes[1]
+        np.testing.assert_array_equal(result.observations[1], [51, 0])
+    finally:
+        batch.close()
+
+
+def test_without_restarts_a_stalled_game_process_is_an_error_within_the_bound():
+    from doom_a3c.env_batch import GameProcessLost
+
+    batch = ProcessEnvBatch(stalling_factories(2, stall_game=0, stall_at=1), processes=1, timeout=1.0)
+    try:
+        batch.reset()
+        with pytest.raises(GameProcessLost, match="did not answer within 1 s"):
+            batch.step(np.zeros(2, int))
+    finally:
+        batch.close()
+
+
+def test_a_stopping_run_does_not_wait_for_a_stalled_game():
+    import threading
+
+    from doom_a3c.run_state import Stopped
+
+    stop = threading.Event()
+    batch = ProcessEnvBatch(stalling_factories(2, stall_game=1, stall_at=1), processes=2, remake=fresh_game,
+                            timeout=60.0, stop=stop)
+    try:
+        batch.reset()
+        threading.Timer(1.0, stop.set).start()
+        started = time.monotonic()
+        with pytest.raises(Stopped):
+            batch.step(np.zeros(2, int))
+        assert time.monotonic() - started < 5.0
+    finally:
+        started = time.monotonic()
+        children = [p.pid for p in batch._processes]
+        batch.close()  # the stalled child never reads "close": it is killed
+        assert time.monotonic() - started < 10.0 and not any(alive(pid) for pid in children)
+
+
+def test_a_call_other_than_step_that_times_out_replaces_the_child_and_the_next_step_reports_it():
+    batch = ProcessEnvBatch(stalling_factories(2), processes=2, remake=fresh_game, timeout=1.5)
+    try:
+        batch.reset()
+        os.kill(batch._processes[0].pid, signal.SIGSTOP)
+        np.testing.assert_array_equal(batch.screen(0), np.full((2, 2, 3), 50, np.uint8))  # the fresh game's
+        result = batch.step(np.zeros(2, int))
+        assert "did not answer" in result.crashes[0] and result.crashes[1] == ""
+        np.testing.assert_array_equal(result.observations, [[50, 0], [1, 1]])
+    finally:
+        batch.close()

@@ -194,3 +194,42 @@ def test_too_many_failures_stop_the_run_with_one_error_and_a_final_checkpoint(tm
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and expected in errors[0], errors
     assert (tmp_path / "m" / "last.ckpt.index").is_file()
+
+
+def test_a_worker_whose_games_in_this_process_stop_answering_is_named_once(tmp_path, capsys):
+    """Games in this process (--env-processes 0) cannot be replaced: the run says which worker waits on them."""
+    import time
+
+    config = TrainConfig(scenario="CartPole-v1", env_processes=0, game_timeout=1.0, model_dir=str(tmp_path))
+    coord = Coordinator(config, type("Backend", (), {"run": RunState()})())
+    coord.run.heartbeats.update({0: time.monotonic(), 1: time.monotonic() - 10})
+    coord._check_heartbeats()
+    coord._check_heartbeats()
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: the games of worker 1 have not answered for 10 s")
+    assert "--env-processes 2" in lines[0]
+    coord.run.heartbeats[1] = time.monotonic()  # it answers again: a later silence is named again
+    coord._check_heartbeats()
+    coord.run.heartbeats[1] = time.monotonic() - 10
+    coord._check_heartbeats()
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_games_in_child_processes_are_left_to_the_watchdog(tmp_path, capsys):
+    import time
+
+    config = TrainConfig(scenario="CartPole-v1", env_processes=2, game_timeout=1.0, model_dir=str(tmp_path))
+    coord = Coordinator(config, type("Backend", (), {"run": RunState()})())
+    coord.run.heartbeats[0] = time.monotonic() - 10
+    coord._check_heartbeats()
+    assert capsys.readouterr().err == ""
+
+
+def test_the_games_of_one_replaced_game_process_are_one_restart():
+    from doom_a3c.run_state import group_restarts
+
+    lost = "GameProcessLost: game process 7 (games 2-3) did not answer within 30 s (a stalled engine?)"
+    restarts = group_restarts(1, [(3, lost), (0, "RuntimeError: engine died"), (2, lost), (5, lost)])
+    assert restarts == [GameRestart(1, 0, "RuntimeError: engine died"), GameRestart(1, 2, lost, count=2),
+                        GameRestart(1, 5, lost)]
+    assert [r.games() for r in restarts] == ["game 0", "games 2-3", "game 5"]
