@@ -251,7 +251,7 @@ def summary_markdown(summary: dict, digits: dict[str, int]) -> list[str]:
             continue
         count = len(a["scenarios"])
         text = (f"\nAcross {count} scenario{'s' * (count > 1)} {which}: interquartile mean of the normalised scores "
-                f"(all {a['runs']} runs) **{a['iqm']:.2f}**, 95% CI [{a['ci95'][0]:.2f}, {a['ci95'][1]:.2f}] "
+                f"({a['runs']} run{'s' * (a['runs'] > 1)}) **{a['iqm']:.2f}**, 95% CI [{a['ci95'][0]:.2f}, {a['ci95'][1]:.2f}] "
                 f"(stratified bootstrap: seeds resampled within each scenario).")
         if a["left_out"]:
             text += f" Left out (no target or random policy's score): {', '.join(a['left_out'])}."
