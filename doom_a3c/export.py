@@ -4,11 +4,15 @@ to run without doom_a3c: observation + LSTM state in; action probabilities, valu
 Signature `serving_default` (also the `step` attribute of the loaded object), B games at once:
 
     inputs   observation     [B, *obs]  uint8 frames as the env gives them (Doom, Atari), float32 for vectors
-             game_variables  [B, V]     float32, only for presets that feed game variables to the network
+             game_variables  [B, V]     float32, only for scenarios that feed game variables to the network: as
+                                        the env gives them (each times its config scale); with
+                                        normalize_variables the step standardises them itself, by the
+                                        running statistics saved with the weights
              state_h, state_c [B, S]    float32, the LSTM state (zeros at the start; S = 0 without an LSTM)
              episode_start   [B]        float32, 1.0 where this observation starts an episode (zeroes the state)
     outputs  probabilities   [B, A]     float32, the policy
-             value           [B]        float32, the critic (learning reward units: game reward x reward scale)
+             value           [B]        float32, the critic (learning reward units: game reward x reward scale,
+                                        with normalize_returns too: the head's output times the return scale)
              state_h, state_c [B, S]    float32, feed back with the next observation
 
 `policy.tflite` is the same step for one game at a time (B = 1).

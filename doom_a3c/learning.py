@@ -5,6 +5,11 @@
 - `GlobalLearner`: the global network and the shared optimizer; applies a finite gradient under one
   lock and counts the update (a NaN/Inf gradient is counted as skipped and never applied).
 
+With --normalize-returns or --normalize-variables the network keeps running statistics
+(doom_a3c/normalization.py). Each rollout's update of them travels in the gradient list, in the slots of their
+weights (network.STATISTICS_CARRIER), and `GlobalLearner.apply` adds it to the global network's: so the
+statistics are shared by every worker, in every mode, and saved in the checkpoint with the weights.
+
 Thread A3C takes the gradient on a worker's local copy, GA3C on the global network itself, Ray on a
 worker process's local copy and applies it in the parameter server's GlobalLearner: the same code.
 """
@@ -19,7 +24,8 @@ from doom_a3c.config import TrainConfig
 from doom_a3c.environment import network_inputs
 from doom_a3c.gradients import process_gradients
 from doom_a3c.losses import a3c_loss
-from doom_a3c.network import ActorCritic, LSTMState
+from doom_a3c.network import STATISTICS_CARRIER, ActorCritic, LSTMState
+from doom_a3c.normalization import moments_update, return_scale, return_targets, variable_targets
 from doom_a3c.quiet_import import keras, tf
 from doom_a3c.returns import discounted_returns, generalized_advantages, n_step_targets, standardized
 from doom_a3c.rollout import Rollout
@@ -65,29 +71,50 @@ class GradientStep:
     def __init__(self, net: ActorCritic, config: TrainConfig):
         self.net = net
         self.config = config
+        self._statistics_slots = net.statistics_slots()  # in the order of net.statistics
         self._compiled = tf.function(self._graph)
 
-    def _graph(self, observations, actions, starts, h, c, returns, advantages):
-        # observations [T, B, *obs]; actions, starts, returns, advantages [T, B]; h, c [B, L]
+    def _graph(self, observations, actions, starts, h, c, returns, advantages, scale):
+        # observations [T, B, *obs]; actions, starts, returns, advantages [T, B]; h, c [B, L]; scale []
         config, variables = self.config, self.net.trainable_variables
         with tf.GradientTape() as tape:
             out = self.net.unroll(observations, LSTMState(h, c), starts)
-            terms = a3c_loss(out.logits, out.values, actions, returns, advantages,
+            # Everything in units of the return scale (1 unless --normalize-returns): normalization.py says why.
+            terms = a3c_loss(out.logits, out.values / scale, actions, returns / scale, advantages / scale,
                              config.value_coef, config.policy_coef, config.entropy_coef)
-        grads = tape.gradient(terms.total, variables)
+        grads = tape.gradient(terms.total, variables)  # None for the running statistics: no loss reaches them
         bound = config.clip_norm if config.gradient_mode == "clip" else config.normalize_norm
         processed, grad_norm = process_gradients(grads, config.gradient_mode, bound)
         steps = tf.cast(tf.shape(actions)[0], tf.float32)
         finite = tf.math.is_finite(grad_norm) & tf.math.is_finite(terms.total)
         return (processed, finite, terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
-                tf.linalg.global_norm(variables))
+                tf.linalg.global_norm(self.net.learned_variables))
+
+    def statistics_updates(self, rollout: Rollout, returns: np.ndarray) -> list[np.ndarray]:
+        """This rollout's step for each of the network's running statistics (normalization.py), in order."""
+        updates = []
+        if self.net.variable_moments is not None:
+            variables = rollout.observations["variables"]  # [T, B, V] as the games report them
+            updates.append(moments_update(self.net.variable_moments.moments.numpy(), variable_targets(variables)))
+        if self.net.return_moments is not None:
+            updates.append(moments_update(self.net.return_moments.moments.numpy(), return_targets(returns)))
+        return updates
 
     def __call__(self, rollout: Rollout) -> Gradient:
         returns, advantages = learning_targets(self.config, rollout)
+        updates = self.statistics_updates(rollout, returns)
+        scale = 1.0
+        if self.net.return_moments is not None:
+            # DreamerV3's order: the statistics take this rollout's returns in first, then scale them.
+            scale = return_scale(self.net.return_moments.moments.numpy() + updates[-1])
         grads, finite, *scalars = self._compiled(network_inputs(rollout.observations), rollout.actions,
                                                  rollout.starts, rollout.initial_state.h, rollout.initial_state.c,
-                                                 returns, advantages)
-        return Gradient(list(grads), bool(finite), *(float(s) for s in scalars))
+                                                 returns, advantages, tf.constant(scale, tf.float32))
+        grads = list(grads)
+        for slot, update in zip(self._statistics_slots, updates):
+            grads[slot] = tf.constant(update * STATISTICS_CARRIER, tf.float32)
+        finite = bool(finite) and all(bool(np.all(np.isfinite(update))) for update in updates)
+        return Gradient(grads, finite, *(float(s) for s in scalars))
 
 
 def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
@@ -108,8 +135,11 @@ class GlobalLearner:
         self.net = net
         self.counters = counters or Counters()
         self.optimizer = build_optimizer(config)
+        # Gradient slots of the running statistics carry their updates, added, not optimised (GradientStep).
+        self._statistics_slots = net.statistics_slots()
+        self._learned_slots = [i for i in range(len(net.trainable_variables)) if i not in self._statistics_slots]
         # Keras builds optimizer slots lazily; threads racing into that build corrupt it.
-        self.optimizer.build(net.trainable_variables)
+        self.optimizer.build(net.learned_variables)
         self.learning_rate = float(config.learning_rate)
         # Keras optimizers keep unsynchronised slots and counters: one update at a time.
         self._lock = threading.Lock()
@@ -118,7 +148,10 @@ class GlobalLearner:
     def _apply_graph(self, grads, learning_rate):
         # Set on every update: annealing moves it, and a resumed run's --learning-rate must beat the restored one.
         self.optimizer.learning_rate.assign(learning_rate)
-        self.optimizer.apply_gradients(zip(grads, self.net.trainable_variables))
+        variables = self.net.trainable_variables
+        self.optimizer.apply_gradients([(grads[i], variables[i]) for i in self._learned_slots])
+        for i in self._statistics_slots:
+            variables[i].assign_add(grads[i] / STATISTICS_CARRIER)
 
     def apply(self, grads: Sequence, finite: bool | None = None) -> bool:
         """Apply processed gradients unless they are not finite (None: check them here), count the update

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from doom_a3c.normalization import VARIABLE_CLIP, VARIABLE_EPSILON, variable_moments_size
 from doom_a3c.quiet_import import keras, tf
 
 
@@ -48,16 +49,59 @@ TORSOS = ("conv", "dense")
 VARIABLE_UNITS = 32  # width of the game variables' own layer (a handful of numbers in)
 
 
+class RunningMoments(keras.layers.Layer):
+    """Running statistics the network reads but no loss moves (doom_a3c/normalization.py): one flat vector.
+
+    Kept as a trainable weight on purpose, so that it travels wherever the weights go (a local copy's sync, a
+    Ray reply, the checkpoint, --export) without a second channel. The loss never reaches it (stop_gradient):
+    `GradientStep` puts the statistics' update in its gradient slot instead, scaled by STATISTICS_CARRIER, and
+    `GlobalLearner.apply` adds it (unscaled) rather than handing it to the optimizer."""
+
+    def __init__(self, size: int, name: str):
+        super().__init__(name=name)
+        self.moments = self.add_weight(shape=(size,), initializer="zeros", trainable=True, name="moments")
+        self.built = True
+
+
+# A statistics update rides in the gradient list times 2^-40: exact in floating point (a power of two, far above
+# float32's smallest normal number for any update that matters), and so small beside the bound of --clip-norm or
+# --normalize-norm that processing the list again (a Ray parameter server processes what it receives) leaves
+# both the update and the real gradients as they are.
+STATISTICS_CARRIER = 2.0 ** -40
+
+
+def return_scale_tensor(moments: tf.Tensor) -> tf.Tensor:
+    """normalization.return_scale in TensorFlow: max(1, debiased high - low), 1 before any update."""
+    weight = moments[0]
+    spread = (moments[2] - moments[1]) / tf.maximum(weight, 1e-12)
+    return tf.where(weight > 0, tf.maximum(spread, 1.0), 1.0)
+
+
+def normalized_variables_tensor(variables: tf.Tensor, moments: tf.Tensor) -> tf.Tensor:
+    """normalization.normalized_variables in TensorFlow: variables [N, V] standardised and clipped."""
+    count = (moments.shape[0] - 1) // 2
+    weight = moments[0]
+    started = weight > 0
+    safe_weight = tf.maximum(weight, 1e-12)
+    mean = tf.where(started, moments[1:1 + count] / safe_weight, 0.0)
+    variance = tf.where(started, tf.maximum(moments[1 + count:] / safe_weight - tf.square(mean), 0.0), 1.0)
+    standardized = (variables - mean) / tf.sqrt(variance + VARIABLE_EPSILON)
+    return tf.clip_by_value(standardized, -VARIABLE_CLIP, VARIABLE_CLIP)
+
+
 class ActorCritic(keras.Model):
     """`torso` "conv" takes [84, 84, 1] uint8 frames (Doom, Atari), "dense" takes [N] float32 vectors
     (CartPole). `use_lstm=False` feeds the torso straight to the heads (the state is then empty, [B, 0]).
     `separate_critic` gives the value head its own torso and LSTM (seed 001's separate actor and critic
     networks); the two LSTM states then travel side by side in one state, [B, 2 * lstm_size].
+    `normalize_variables` standardises the game variables by running moments; `normalize_returns` makes the
+    value output S times the value head, S the running return scale (both doom_a3c/normalization.py).
     """
 
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
                  frame_norm: str = "standardize", torso: str = "conv", hidden_size: int = 256,
-                 use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0):
+                 use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0,
+                 normalize_variables: bool = False, normalize_returns: bool = False):
         super().__init__(name=name)
         self.num_game_variables = num_game_variables
         if torso not in TORSOS:
@@ -74,6 +118,26 @@ class ActorCritic(keras.Model):
                                               kernel_initializer=NormalizedColumns(0.01, seed + 5), name="policy")
         self.value_head = keras.layers.Dense(1, use_bias=False,
                                              kernel_initializer=NormalizedColumns(1.0, seed + 6), name="value")
+        # Only when asked for: a checkpoint made without them restores into exactly the network it was.
+        self.variable_moments = RunningMoments(variable_moments_size(num_game_variables), "variable_moments") \
+            if normalize_variables and num_game_variables else None
+        self.return_moments = RunningMoments(3, "return_moments") if normalize_returns else None
+
+    @property
+    def statistics(self) -> list[RunningMoments]:
+        """The running statistics this network keeps (none, variables', returns')."""
+        return [layer for layer in (self.variable_moments, self.return_moments) if layer is not None]
+
+    def statistics_slots(self) -> list[int]:
+        """Where the statistics' weights sit in `trainable_variables` (and so in a gradient list)."""
+        ids = {id(layer.moments) for layer in self.statistics}
+        return [i for i, variable in enumerate(self.trainable_variables) if id(variable) in ids]
+
+    @property
+    def learned_variables(self) -> list:
+        """The weights the optimizer trains: `trainable_variables` without the running statistics."""
+        slots = set(self.statistics_slots())
+        return [v for i, v in enumerate(self.trainable_variables) if i not in slots]
 
     def _build_branch(self, prefix: str, seed: int, hidden_size: int) -> tuple[list, keras.layers.LSTMCell | None]:
         """One torso (+ LSTM), set as named attributes so that checkpoints name them (conv1, critic_conv1...)."""
@@ -119,13 +183,17 @@ class ActorCritic(keras.Model):
         branch (one, or actor and critic)."""
         frames, variables = observations if isinstance(observations, (tuple, list)) else (observations, None)
         x = self._inputs(frames)
+        if variables is not None:
+            variables = tf.cast(variables, tf.float32)
+            if self.variable_moments is not None:
+                variables = normalized_variables_tensor(variables, tf.stop_gradient(self.variable_moments.moments))
         features = []
         for (layers, variables_layer), _ in self._branches:
             out = x
             for layer in layers:
                 out = layer(out)
             if variables_layer is not None:
-                out = tf.concat([out, variables_layer(tf.cast(variables, tf.float32))], axis=-1)
+                out = tf.concat([out, variables_layer(variables)], axis=-1)
             features.append(out)
         return features
 
@@ -145,7 +213,10 @@ class ActorCritic(keras.Model):
 
     def _heads(self, core_out: list[tf.Tensor]):
         # Policy from the first branch, value from the last: the same branch unless the critic is separate.
-        return self.policy_head(core_out[0]), tf.squeeze(self.value_head(core_out[-1]), -1)
+        values = tf.squeeze(self.value_head(core_out[-1]), -1)
+        if self.return_moments is not None:  # the head learns in units of S; the output is in the rewards' own
+            values = values * return_scale_tensor(tf.stop_gradient(self.return_moments.moments))
+        return self.policy_head(core_out[0]), values
 
     def step(self, observations: tf.Tensor, state: LSTMState, starts: tf.Tensor) -> NetworkOutput:
         """observations [B, *obs], starts [B] (1 where the episode begins) -> logits [B, A], values [B]."""
@@ -194,7 +265,9 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
     net = ActorCritic(num_actions, config.lstm_size, seed=config.seed if seed is None else seed, name=name,
                       frame_norm=config.frame_norm, torso=torso, hidden_size=config.hidden_size,
                       use_lstm=config.lstm, separate_critic=config.separate_networks,
-                      num_game_variables=len(config.game_variables))
+                      num_game_variables=len(config.game_variables),
+                      normalize_variables=bool(config.normalize_variables),
+                      normalize_returns=config.normalize_returns)
     return net.build_variables(observation_shape)
 
 

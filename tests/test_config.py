@@ -236,14 +236,18 @@ def test_users_own_cfg_path(own_scenario, tmp_path):
 
 
 def test_users_own_cfg_runs_in_vizdoom(own_scenario, tmp_path):
-    """The user's cfg starts a game: 3 actions, 84x84 observations, a full-size RGB screen."""
+    """The user's cfg starts a game: 3 actions, 84x84 observations beside the game variable its cfg lists (basic.cfg:
+    AMMO2, unscaled: the network standardises it), a full-size RGB screen."""
     from doom_a3c.doom_env import DoomEnvironment
 
-    env = DoomEnvironment(resolved(str(own_scenario / "mylevel.cfg"), tmp_path))
+    config = resolved(str(own_scenario / "mylevel.cfg"), tmp_path)
+    assert config.game_variables == [["AMMO2", 1.0]] and config.normalize_variables
+    env = DoomEnvironment(config)
     try:
         assert env.num_actions == 3 and env.action_names == ["MOVE_LEFT", "MOVE_RIGHT", "ATTACK"]
         obs = env.reset()
-        assert obs.shape == (84, 84, 1) and obs.dtype.name == "uint8"
+        assert obs["frame"].shape == (84, 84, 1) and obs["frame"].dtype.name == "uint8"
+        assert list(obs["variables"]) == [50.0]  # basic's pistol starts with 50 bullets
         assert env.screen().shape == (120, 160, 3)
         result = env.step(0)
         assert result.reward == -4.0  # living reward -1 per tic, 4 tics per step

@@ -323,7 +323,8 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
     (tmp_path / "defend_the_line.wad").write_bytes((shipped / "defend_the_line.wad").read_bytes())
     center = resolve_new_run({"scenario": str(own)})
     defaults = TrainConfig(scenario=str(own))
-    environment = {"frame_skip", "reward_scale", "clip_rewards"}  # filled in from the preset's top level
+    environment = {"frame_skip", "reward_scale", "clip_rewards",  # filled in from the preset's top level
+                   "action_set", "cfg_variables", "normalize_variables"}  # or, as here without one, the kind's
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}
     assert "preset for" not in capsys.readouterr().out  # no [train] table: the defaults stay, nothing to say

@@ -1,0 +1,350 @@
+"""Issue 33, a user's own map on defaults: --no-preset, combined-button actions derived from the .cfg, the .cfg's
+game variables standardised by running statistics, and scale-free learning (returns normalised by a running
+5th-95th percentile range, DreamerV3); the maths against numbers computed by hand, then a tiny run end to end."""
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from doom_a3c import normalization as norm
+from doom_a3c.action_sets import MAX_COMBINED_ACTIONS, combined_actions
+from doom_a3c.build import build_global
+from doom_a3c.checkpoint import read_checkpoint
+from doom_a3c.config import ConfigError, TrainConfig, build_parser, given_values
+from doom_a3c.environment import EnvSpec, observation_dtype
+from doom_a3c.evaluation import load_agent, play
+from doom_a3c.gradients import process_gradients
+from doom_a3c.learning import GlobalLearner, GradientStep, learning_targets
+from doom_a3c.network import LSTMState, build_actor_critic, normalized_variables_tensor
+from doom_a3c.resolve import resolve_new_run, resolve_resumed_run, upgrade_saved_config
+from doom_a3c.rollout import Rollout
+from doom_a3c.training import train_from_flags
+
+DECAY = norm.MOMENTS_DECAY
+
+
+# ---- return normalisation: the maths by hand ----------------------------------------------------------------
+def test_return_scale_is_the_debiased_running_percentile_range_by_hand():
+    moments = np.zeros(3)
+    assert norm.return_scale(moments) == 1.0  # nothing seen yet
+    # 0, 1, ..., 20: numpy's linear percentiles are exactly 1 (5th) and 19 (95th).
+    assert list(norm.return_targets(np.arange(21.0))) == [1.0, 1.0, 19.0]
+    moments = moments + norm.moments_update(moments, norm.return_targets(np.arange(21.0)))
+    np.testing.assert_allclose(moments, [0.01, 0.01, 0.19])  # 0.99 * 0 + 0.01 * target
+    assert norm.return_scale(moments) == pytest.approx(18.0)  # (0.19 - 0.01) / 0.01: the first batch in full
+    # 0, 2, ..., 40: percentiles 2 and 38, a range of 36. Debiased: (0.99 * 0.01 * 18 + 0.01 * 36) / (1 - 0.99^2).
+    moments = moments + norm.moments_update(moments, norm.return_targets(np.arange(0.0, 41.0, 2.0)))
+    np.testing.assert_allclose(moments, [0.0199, 0.0299, 0.5681])
+    assert norm.return_scale(moments) == pytest.approx((0.99 * 18 + 36) / 1.99)  # 27.0452...
+
+
+def test_small_returns_are_never_scaled_up():
+    moments = np.zeros(3)
+    moments = moments + norm.moments_update(moments, norm.return_targets(np.array([0.0, 0.1, 0.2])))
+    assert norm.return_scale(moments) == 1.0
+    np.testing.assert_array_equal(norm.normalized_advantages(np.array([0.5, -0.5]), moments), [0.5, -0.5])
+
+
+def test_returns_at_two_scales_give_the_same_normalised_advantages():
+    """A stream of rollouts at a reward scale of 1 (ranges >= 1, so the floor stays out) and the same stream
+    x1000: after each update the normalised advantages are the same numbers."""
+    rng = np.random.default_rng(3)
+    batches = [(rng.uniform(0, 5 + 3 * k, size=(10, 4)), rng.normal(size=(10, 4))) for k in range(5)]
+    small, large = np.zeros(3), np.zeros(3)
+    for k, (returns, advantages) in enumerate(batches):
+        small = small + norm.moments_update(small, norm.return_targets(returns))
+        large = large + norm.moments_update(large, norm.return_targets(1000.0 * returns))
+        assert norm.return_scale(small) > 1.0
+        np.testing.assert_allclose(norm.normalized_advantages(1000.0 * advantages, large),
+                                   norm.normalized_advantages(advantages, small), rtol=1e-9)
+    # And by hand for the first: advantages / (95th - 5th percentile of the first returns).
+    first_returns, first_advantages = batches[0]
+    low, high = np.percentile(first_returns, [5, 95])
+    one = np.zeros(3) + norm.moments_update(np.zeros(3), norm.return_targets(first_returns))
+    np.testing.assert_allclose(norm.normalized_advantages(first_advantages, one), first_advantages / (high - low))
+
+
+def test_updates_from_stale_copies_add_up_as_gradients_do():
+    """Each step is linear in the copy's moments: two workers stepping from the same copy move the global
+    moments by the sum of their steps, and the debiasing weight counts both updates."""
+    start = np.zeros(3)
+    a = norm.moments_update(start, norm.return_targets(np.arange(21.0)))
+    b = norm.moments_update(start, norm.return_targets(np.arange(0.0, 41.0, 2.0)))
+    both = start + a + b
+    assert both[0] == pytest.approx(0.02)
+    assert norm.return_scale(both) == pytest.approx((18 + 36) / 2)
+
+
+# ---- game variables: running standardisation ----------------------------------------------------------------
+def test_variable_moments_by_hand_and_in_the_network():
+    # HEALTH 100 and 50 (mean 75, deviation 25); AMMO 0 and 0 (never moves).
+    variables = np.array([[100.0, 0.0], [50.0, 0.0]])
+    moments = np.zeros(norm.variable_moments_size(2))
+    np.testing.assert_allclose(norm.variable_targets(variables), [1.0, 75.0, 0.0, 6250.0, 0.0])
+    moments = moments + norm.moments_update(moments, norm.variable_targets(variables))
+    mean, std = norm.variable_mean_std(moments)
+    np.testing.assert_allclose(mean, [75.0, 0.0])
+    np.testing.assert_allclose(std, [np.sqrt(625.0 + 1e-4), 0.01])
+    seen = norm.normalized_variables(np.array([[100.0, 0.0], [0.0, 1.0]]), moments)
+    np.testing.assert_allclose(seen, [[25 / np.sqrt(625.0001), 0.0], [-3.0 / np.sqrt(1.00000016), 5.0]], rtol=1e-6)
+    in_graph = normalized_variables_tensor(tf.constant([[100.0, 0.0], [0.0, 1.0]]), tf.constant(moments, tf.float32))
+    np.testing.assert_allclose(in_graph.numpy(), seen, rtol=1e-5)
+    # Before any update: the raw values, clipped.
+    np.testing.assert_allclose(norm.normalized_variables(np.array([[100.0, 0.5]]), np.zeros(5)), [[5.0, 0.5]])
+
+
+# ---- the learner: statistics shared through the gradient list -----------------------------------------------
+SHAPE, STEPS, GAMES = (20, 20, 1), 6, 3
+
+
+def tiny_config(tmp_path, **overrides) -> TrainConfig:
+    values = dict(scenario="fake", env_kind="doom", scenario_path="fake.cfg", actions=[["a"], ["b"], ["c"]],
+                  frame_skip=1, reward_scale=1.0, clip_rewards=False, frame_size=SHAPE[0], hidden_size=16,
+                  lstm_size=8, workers=1, envs_per_worker=GAMES, env_threads=1, rollout=STEPS,
+                  learning_rate=1e-3, clip_norm=0.5, model_dir=str(tmp_path / "m"), gif_every=0,
+                  game_variables=[["HEALTH", 1.0], ["AMMO2", 1.0]], normalize_variables=True, normalize_returns=True)
+    return TrainConfig(**{**values, **overrides})
+
+
+def variable_rollout(scale: float = 1.0, seed: int = 7) -> Rollout:
+    rng = np.random.default_rng(seed)
+    observations = np.zeros((STEPS, GAMES), observation_dtype(SHAPE, 2))
+    observations["frame"] = rng.integers(0, 256, (STEPS, GAMES, *SHAPE))
+    observations["variables"] = np.stack([rng.uniform(0, 100, (STEPS, GAMES)), rng.integers(0, 50, (STEPS, GAMES))], -1)
+    dones = np.zeros((STEPS, GAMES), np.float32)
+    dones[2, 0] = 1.0
+    starts = np.zeros((STEPS, GAMES), np.float32)
+    starts[1:] = dones[:-1]
+    return Rollout(observations=observations, actions=rng.integers(0, 3, (STEPS, GAMES)).astype(np.int32),
+                   rewards=(scale * rng.uniform(0, 4, (STEPS, GAMES))).astype(np.float32), dones=dones, starts=starts,
+                   values=(scale * rng.normal(size=(STEPS, GAMES))).astype(np.float32),
+                   initial_state=LSTMState(np.zeros((GAMES, 8), np.float32), np.zeros((GAMES, 8), np.float32)),
+                   bootstrap_values=(scale * rng.normal(size=GAMES)).astype(np.float32),
+                   end_values=np.zeros((STEPS, GAMES), np.float32))
+
+
+def spec() -> EnvSpec:
+    return EnvSpec(3, SHAPE, 0.1, ["a", "b", "c"])
+
+
+def test_the_global_learner_adds_each_rollouts_statistics_and_optimises_the_rest(tmp_path):
+    config = tiny_config(tmp_path)
+    net = build_actor_critic(config, 3, SHAPE, "global")
+    assert len(net.statistics) == 2 and len(net.learned_variables) == len(net.trainable_variables) - 2
+    learner = GlobalLearner(config, net)
+    rollout = variable_rollout()
+    step = GradientStep(net, config)
+    before = [layer.moments.numpy().copy() for layer in net.statistics]
+    expected = step.statistics_updates(rollout, learning_targets(config, rollout)[0])
+    gradient = step(rollout)
+    assert gradient.finite
+    # Processing the list again, as a Ray parameter server does with what it receives, changes nothing.
+    received = [tf.convert_to_tensor(g) for g in gradient.grads]
+    for mode, bound in (("clip", config.clip_norm), ("normalize", config.normalize_norm)):
+        reprocessed, _ = process_gradients(received, mode, bound)
+        slots = net.statistics_slots()
+        for slot in slots:
+            np.testing.assert_array_equal(reprocessed[slot].numpy(), received[slot].numpy())
+    learner.apply(process_gradients(received, "clip", config.clip_norm)[0], True)
+    for layer, old, update in zip(net.statistics, before, expected):
+        np.testing.assert_allclose(layer.moments.numpy(), old + update, rtol=1e-5, atol=1e-7)
+    variables = rollout.observations["variables"].reshape(-1, 2)
+    mean, _ = norm.variable_mean_std(net.variable_moments.moments.numpy())
+    np.testing.assert_allclose(mean, variables.mean(axis=0), rtol=1e-5)
+    assert net.variable_moments.moments.numpy()[0] == pytest.approx(1 - DECAY)
+
+
+def test_a_gradient_is_the_same_at_reward_scales_1_and_1000(tmp_path):
+    """Two copies of one network whose return statistics differ by x1000, fed the same rollout with rewards
+    and values x1000: the value outputs differ by x1000 and the gradients (policy and critic) are the same."""
+    config = tiny_config(tmp_path, game_variables=[], normalize_variables=False)
+    small = build_actor_critic(config, 3, SHAPE, "small")
+    large = build_actor_critic(config, 3, SHAPE, "large")
+    for a, b in zip(small.trainable_variables, large.trainable_variables):
+        b.assign(a)
+    small.return_moments.moments.assign([0.01, 0.02, 0.1])  # debiased low 2, high 10: S = 8
+    large.return_moments.moments.assign([0.01, 20.0, 100.0])  # S = 8000
+    observations = np.random.default_rng(1).integers(0, 256, (2, *SHAPE)).astype(np.uint8)
+    out_small = small.step(observations, small.initial_state(2), tf.ones([2]))
+    out_large = large.step(observations, large.initial_state(2), tf.ones([2]))
+    np.testing.assert_allclose(out_large.values.numpy(), 1000 * out_small.values.numpy(), rtol=1e-5)
+
+    rollout = variable_rollout()
+    pixels = rollout._replace(observations=np.ascontiguousarray(rollout.observations["frame"]))
+    scaled = pixels._replace(rewards=1000 * pixels.rewards, values=1000 * pixels.values,
+                             bootstrap_values=1000 * pixels.bootstrap_values)
+    g_small, g_large = GradientStep(small, config)(pixels), GradientStep(large, config)(scaled)
+    assert g_small.policy_loss == pytest.approx(g_large.policy_loss, rel=1e-4)
+    assert g_small.value_loss == pytest.approx(g_large.value_loss, rel=1e-4)
+    slots = set(small.statistics_slots())
+    for i, (a, b) in enumerate(zip(g_small.grads, g_large.grads)):
+        if i in slots:  # the statistics' own steps: x1000 for the percentiles, the same for the weight
+            np.testing.assert_allclose(b.numpy()[1:], 1000 * a.numpy()[1:], rtol=1e-4)
+        else:
+            np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-3, atol=1e-6)
+
+
+def test_statistics_are_saved_in_the_checkpoint(tmp_path):
+    config = tiny_config(tmp_path)
+    parts = build_global(config, spec())
+    parts.learner.net.return_moments.moments.assign([0.5, 1.0, 2.0])
+    parts.learner.net.variable_moments.moments.assign([0.5, 1.0, 2.0, 3.0, 4.0])
+    prefix = parts.save(episodes=0, wall_seconds=1.0)
+    restored = build_global(config, spec(), resume_prefix=prefix)
+    np.testing.assert_array_equal(restored.learner.net.return_moments.moments.numpy(), [0.5, 1.0, 2.0])
+    np.testing.assert_array_equal(restored.learner.net.variable_moments.moments.numpy(), [0.5, 1.0, 2.0, 3.0, 4.0])
+
+
+# ---- action sets --------------------------------------------------------------------------------------------
+EXCLUSIVE = [("MOVE_FORWARD", "MOVE_BACKWARD"), ("TURN_LEFT", "TURN_RIGHT"), ("MOVE_LEFT", "MOVE_RIGHT")]
+
+
+def test_combined_actions_by_hand():
+    assert combined_actions(["MOVE_LEFT", "MOVE_RIGHT", "ATTACK"]) == [
+        [], ["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"], ["MOVE_LEFT", "ATTACK"], ["MOVE_RIGHT", "ATTACK"]]
+    corridor = ["MOVE_LEFT", "MOVE_RIGHT", "ATTACK", "MOVE_FORWARD", "MOVE_BACKWARD", "TURN_LEFT", "TURN_RIGHT"]
+    assert len(combined_actions(corridor)) == 3 * 3 * 2 * 3
+    # A full Doom button set stays within the cap; every button is still offered, deltas left out.
+    full = ["ATTACK", "SPEED", "STRAFE", "USE", "MOVE_RIGHT", "MOVE_LEFT", "MOVE_BACKWARD", "MOVE_FORWARD",
+            "TURN_RIGHT", "TURN_LEFT"] + [f"SELECT_WEAPON{i}" for i in range(1, 8)] + ["TURN_LEFT_RIGHT_DELTA"]
+    actions = combined_actions(full)
+    assert len(actions) <= MAX_COMBINED_ACTIONS
+    assert {b for action in actions for b in action} == set(full) - {"TURN_LEFT_RIGHT_DELTA"}
+    assert len({tuple(a) for a in actions}) == len(actions)
+
+
+@pytest.mark.parametrize("scenario,count", [("basic", 6), ("deadly_corridor", 54), ("my_way_home", 18)])
+def test_each_combined_action_presses_exactly_the_buttons_it_names(scenario, count, tmp_path, monkeypatch):
+    from doom_a3c.doom_env import DoomEnvironment, button_names
+
+    monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
+
+    config = resolve_new_run({"scenario": scenario, "action_set": "combined", "model_dir": str(tmp_path)})
+    assert config.action_set == "combined" and len(config.actions) == count
+    for action in config.actions:
+        for pair in EXCLUSIVE:
+            assert len(set(pair) & set(action)) <= 1
+    env = DoomEnvironment(config, seed=1)
+    try:
+        buttons = button_names(env._game)
+        env.reset()
+        for index, action in enumerate(config.actions):
+            if env.step(index).game_over:
+                env.reset()
+                env.step(index)
+            pressed = [name for name, value in zip(buttons, env._game.get_last_action()) if value]
+            assert sorted(pressed) == sorted(action), env.action_names[index]
+    finally:
+        env.close()
+
+
+# ---- resolving a scenario as a user's own -------------------------------------------------------------------
+def test_no_preset_runs_a_shipped_map_as_a_copy_under_another_name(tmp_path):
+    import shutil
+
+    import vizdoom
+
+    shutil.copy(os.path.join(vizdoom.scenarios_path, "defend_the_center.cfg"), tmp_path / "arena.cfg")
+    shutil.copy(os.path.join(vizdoom.scenarios_path, "defend_the_center.wad"), tmp_path / "defend_the_center.wad")
+    own = resolve_new_run({"scenario": str(tmp_path / "arena.cfg"), "model_dir": str(tmp_path / "m")})
+    shipped = resolve_new_run({"scenario": "defend_the_center", "preset": False, "model_dir": str(tmp_path / "m")})
+    differ = {f.name for f in dataclasses.fields(TrainConfig) if getattr(own, f.name) != getattr(shipped, f.name)}
+    assert differ == {"scenario", "scenario_path", "preset"}
+    defaults = TrainConfig()
+    assert shipped.frame_skip == 4 and shipped.reward_scale == 0.01 and shipped.crop == [0.0] * 4
+    assert shipped.rollout == defaults.rollout and shipped.learning_rate == defaults.learning_rate
+    assert shipped.actions == [["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]] and shipped.action_set == "buttons"
+    assert shipped.game_variables == [["AMMO2", 1.0], ["HEALTH", 1.0]] and shipped.reward_shaping == []
+    assert shipped.cfg_variables and shipped.normalize_variables
+    with_preset = resolve_new_run({"scenario": "defend_the_center"})
+    assert with_preset.game_variables == [["AMMO2", 0.04], ["HEALTH", 0.01]] and not with_preset.normalize_variables
+    assert with_preset.preset and not with_preset.cfg_variables
+
+
+def test_the_new_flags_on_the_command_line():
+    parser = build_parser("test")
+    assert given_values(parser.parse_args(["--no-preset"])) == {"preset": False}
+    assert given_values(parser.parse_args(["--action-set", "combined", "--no-cfg-variables", "--normalize-returns"])) \
+        == {"action_set": "combined", "cfg_variables": False, "normalize_returns": True}
+    off = resolve_new_run({"scenario": "defend_the_center", "preset": False, "cfg_variables": False})
+    assert off.game_variables == [] and not off.normalize_variables
+    with pytest.raises(ConfigError, match="for ViZDoom scenarios only"):
+        resolve_new_run({"scenario": "CartPole-v1", "action_set": "combined"})
+
+
+def test_a_preset_cannot_turn_itself_off(tmp_path, monkeypatch):
+    from doom_a3c import resolve
+
+    monkeypatch.setattr(resolve, "load_preset", lambda name: {"train": {"preset": False}})
+    with pytest.raises(ConfigError, match="unknown options \\['preset'\\]"):
+        resolve_new_run({"scenario": "basic"})
+
+
+def test_an_old_config_keeps_what_it_ran_and_resume_cannot_change_it():
+    old = resolve_new_run({"scenario": "defend_the_center"}).to_dict()
+    for key in ("preset", "action_set", "cfg_variables", "normalize_variables", "normalize_returns"):
+        del old[key]
+    upgraded = upgrade_saved_config(old, "old")
+    assert (upgraded.preset, upgraded.action_set, upgraded.cfg_variables, upgraded.normalize_variables,
+            upgraded.normalize_returns) == (True, "preset", False, False, False)
+    with pytest.raises(ConfigError, match="cannot change --normalize-returns"):
+        resolve_resumed_run(upgraded, {"normalize_returns": True}, "old")
+    assert resolve_resumed_run(upgraded, {"normalize_returns": False}, "old") == upgraded
+
+
+# ---- end to end: a tiny --no-preset run saves every derived value, plays, exports and resumes ---------------
+TINY = {"frame_size": 20, "hidden_size": 16, "lstm_size": 8, "workers": 1, "envs_per_worker": 2, "env_threads": 1,
+        "gif_every": 0, "log_every_seconds": 60.0}
+
+
+def test_a_no_preset_run_saves_every_derived_value_and_plays_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
+    model = tmp_path / "model"
+    flags = {"scenario": "defend_the_center", "preset": False, "action_set": "combined", "normalize_returns": True,
+             "model_dir": str(model), "frames_dir": str(tmp_path / "frames"), "max_steps": 300, **TINY}
+    assert train_from_flags(flags) == 0
+    saved = json.loads((model / "config.json").read_text())
+    expected = resolve_new_run({k: v for k, v in flags.items()})
+    assert saved == json.loads(expected.to_json())  # every derived value, as resolved
+    assert saved["preset"] is False and saved["action_set"] == "combined" and len(saved["actions"]) == 6
+    assert saved["game_variables"] == [["AMMO2", 1.0], ["HEALTH", 1.0]] and saved["normalize_variables"]
+    assert saved["crop"] == [0.0] * 4 and saved["reward_shaping"] == [] and saved["normalize_returns"]
+
+    # The statistics were learned, shared into the checkpoint, and play.py's network holds the same.
+    agent = load_agent(str(model))
+    trained = tf.train.load_checkpoint(read_checkpoint(str(model / "last.ckpt")).prefix)
+    names = [name for name, _ in tf.train.list_variables(str(model / "last.ckpt")) if "moments" in name
+             and "optimizer" not in name]
+    assert len(names) == 2
+    for name in names:
+        layer = agent.net.return_moments if "return" in name else agent.net.variable_moments
+        np.testing.assert_array_equal(layer.moments.numpy(), trained.get_tensor(name))
+        assert layer.moments.numpy()[0] > 0
+    results = play(str(model), str(tmp_path / "play"), episodes=1)
+    assert len(results) == 1 and results[0].length > 0
+
+    # The SavedModel takes the raw variables and standardises them as the agent does.
+    from doom_a3c.export import export_policy
+
+    exported = export_policy(agent, str(tmp_path / "export"))
+    loaded = tf.saved_model.load(exported.saved_model)
+    env = agent.make_env()
+    try:
+        observation = env.reset()
+    finally:
+        env.close()
+    agent.reset()
+    expected_probabilities = agent.policy(observation).probabilities
+    state = np.zeros((1, agent.net.state_size), np.float32)
+    out = loaded.step(observation=observation["frame"][None], game_variables=observation["variables"][None],
+                      state_h=state, state_c=state, episode_start=np.ones([1], np.float32))
+    np.testing.assert_allclose(out["probabilities"].numpy()[0], expected_probabilities, rtol=1e-5, atol=1e-6)
+
+    # Resumed, the statistics continue from the checkpoint's.
+    before = agent.net.return_moments.moments.numpy()[0]
+    assert train_from_flags({**flags, "resume": True, "max_steps": 600}) == 0
+    resumed = load_agent(str(model))
+    assert resumed.net.return_moments.moments.numpy()[0] > before
