@@ -348,3 +348,64 @@ def test_a_no_preset_run_saves_every_derived_value_and_plays_it(tmp_path, monkey
     assert train_from_flags({**flags, "resume": True, "max_steps": 600}) == 0
     resumed = load_agent(str(model))
     assert resumed.net.return_moments.moments.numpy()[0] > before
+
+
+def test_three_modes_share_the_statistics_alike(tmp_path, monkeypatch):
+    """With --normalize-returns, thread A3C, GA3C's trainer and the Ray parameter server with a pushing worker
+    make the same global weights and the same return statistics from the same rollouts (tests/test_core.py's
+    check, with the statistics riding in the gradient list)."""
+    import queue
+
+    from test_core import GAMES, StillEnv, fixed_rollouts, small_config
+    from test_core import spec as still_spec
+
+    from doom_a3c import ray_mode
+    from doom_a3c.a3c import a3c_workers
+    from doom_a3c.build import ThreadRun
+    from doom_a3c.env_batch import EnvBatch
+    from doom_a3c.ga3c import RolloutTrainer, TrainingItem
+    from doom_a3c.ray_mode import ParameterServer, PushingWorker
+    from doom_a3c.run_state import RunState
+
+    def config(name):
+        return small_config(tmp_path / name, normalize_returns=True)
+
+    rollouts = [r._replace(rewards=100 * r.rewards) for r in fixed_rollouts(3, config("x").lstm_size)]
+    initial = build_global(config("initial"), still_spec()).learner.weights()
+
+    def start_from_initial(learner):
+        for variable, value in zip(learner.net.trainable_variables, initial):
+            variable.assign(value)
+
+    run = RunState()
+    parts = build_global(config("a3c"), still_spec(), counters=run.counters)
+    start_from_initial(parts.learner)
+    worker = a3c_workers(ThreadRun(config("a3c"), [EnvBatch([StillEnv() for _ in range(GAMES)])], still_spec(),
+                                   parts, run))[0]
+    worker.sync()
+    for rollout in rollouts:
+        assert worker.learn(rollout).applied
+
+    ga3c_parts = build_global(config("ga3c"), still_spec(), counters=RunState().counters)
+    start_from_initial(ga3c_parts.learner)
+    trainer = RolloutTrainer(0, ga3c_parts.learner, GradientStep(ga3c_parts.learner.net, config("ga3c")),
+                             RunState(), queue.Queue(), 1)
+    for rollout in rollouts:
+        assert trainer.train([TrainingItem(rollout, 0.0)]).applied
+
+    server = ParameterServer(config("ray").to_json(), configure_threads=False)
+    assert server.build(still_spec()) is None
+    start_from_initial(server.parts.learner)
+    monkeypatch.setattr(ray_mode, "worker_games", lambda *args, **kwargs: EnvBatch([StillEnv()] * GAMES))
+    pushing = PushingWorker(0, config("ray"), server.apply)
+    pushing.accept(server.pull())
+    for rollout in rollouts:
+        assert pushing.learn(rollout, []).applied
+
+    moments = [p.learner.net.return_moments.moments.numpy() for p in (parts, ga3c_parts, server.parts)]
+    assert moments[0][0] == pytest.approx(1 - DECAY ** 3) and norm.return_scale(moments[0]) > 1.0
+    for other in moments[1:]:
+        np.testing.assert_allclose(other, moments[0], rtol=1e-5)
+    for a, g, r in zip(parts.learner.weights(), ga3c_parts.learner.weights(), server.weights()):
+        np.testing.assert_allclose(a, g, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(a, r, rtol=0, atol=1e-6)
