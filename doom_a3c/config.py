@@ -67,15 +67,15 @@ class TrainConfig:
     action_set: str | None = _flag(None, "Doom actions: 'preset' (the preset's list, else one action per button), "
                                    "'buttons' (one action per available button), 'combined' (move, turn, strafe and "
                                    "attack at once: one option from each group of the .cfg's buttons, at most "
-                                   "64 actions; doom_a3c/action_sets.py) (default: 'preset' when the preset lists "
-                                   "actions, else 'buttons')", choices=["preset", "buttons", "combined"])
+                                   "64 actions; doom_a3c/action_sets.py)", choices=["preset", "buttons", "combined"],
+                                   shown_default="'preset' when the preset lists actions, else 'buttons'")
     cfg_variables: bool | None = _flag(None, "Doom: when neither the preset nor the config lists game variables, the "
                                        "network sees those the .cfg lists (available_game_variables: HEALTH, "
-                                       "AMMO2...) (default: on for a map without a preset, off under a preset)")
+                                       "AMMO2...)", shown_default="on for a map without a preset, off under one")
     normalize_variables: bool | None = _flag(None, "Doom: the network sees its game variables standardised by running "
-                                             "means and deviations, shared by all workers and saved in the checkpoint "
-                                             "(default: on for the .cfg's variables, off for a preset's hand-scaled "
-                                             "ones)")
+                                             "means and deviations, shared by all workers and saved in the checkpoint",
+                                             shown_default="on for the .cfg's variables, off for a preset's "
+                                             "hand-scaled ones")
     # --- the environment as resolved when the run started (doom_a3c/resolve.py) ---
     env_kind: str = _resolved("", "doom, atari or vector")
     scenario_path: str = _resolved("", "Doom: the .cfg the games load (absolute); gymnasium: the env id")
@@ -288,8 +288,9 @@ def build_parser(description: str) -> argparse.ArgumentParser:
             continue
         kwargs = dict(f.metadata)
         help_text = kwargs.pop("help")
+        shown_default = kwargs.pop("shown_default", None)  # a default resolved otherwise than from the preset
         kind = _value_type(f.type if isinstance(f.type, str) else f.type.__name__)
-        shown = "the preset's" if f.default is None else f.default
+        shown = shown_default or ("the preset's" if f.default is None else f.default)
         if kind is bool:
             parser.add_argument("--" + flag_name(f.name), action=argparse.BooleanOptionalAction,
                                 default=argparse.SUPPRESS, help=f"{help_text} (default: {shown})")
