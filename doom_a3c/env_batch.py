@@ -32,7 +32,7 @@ import numpy as np
 
 from doom_a3c.config import TrainConfig, one_line
 from doom_a3c.environment import Environment, EnvSpec, spec_of
-from doom_a3c.run_state import Stopped
+from doom_a3c.run_state import GameProcessLost, Stopped
 
 
 def make_environment(config: TrainConfig, seed: int) -> Environment:
@@ -281,10 +281,6 @@ def _shifted_remake(remake: Remake, offset: int, generation: int, index: int, re
 
 CHILD_RESTART_STRIDE = 1000  # a replacement child's games count their restarts from generation x this
 CHECK_SECONDS = 0.5  # how often a wait for a game process looks at the stop flag
-
-
-class GameProcessLost(RuntimeError):
-    """A game process died, or did not answer within the watchdog's bound (a stalled or deadlocked engine)."""
 
 
 def descendants(pid: int) -> list[int]:

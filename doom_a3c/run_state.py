@@ -15,6 +15,11 @@ class Stopped(Exception):
     ends without an error."""
 
 
+class GameProcessLost(RuntimeError):
+    """A game process died, or did not answer within the watchdog's bound (a stalled or deadlocked engine): it was
+    killed and replaced with all its games (env_batch.ProcessEnvBatch)."""
+
+
 class EpisodeResult(NamedTuple):
     worker: int
     reward: float  # the game's own score, unscaled
@@ -38,12 +43,14 @@ class GameRestart(NamedTuple):
 
 
 def group_restarts(worker: int, failed: list[tuple[int, str]]) -> list[GameRestart]:
-    """(game, why) pairs -> one GameRestart per fault: neighbouring games that failed for the same reason at the
-    same step (the games of one replaced game process) are one."""
+    """(game, why) pairs of one step -> one GameRestart per fault: the games of one replaced game process (their
+    GameProcessLost reason names the process) are one; games that crashed each on its own stay apart, even with the
+    same message."""
     restarts: list[GameRestart] = []
     for game, why in sorted(failed):
         last = restarts[-1] if restarts else None
-        if last is not None and last.reason == why and last.game + last.count == game:
+        one_process = why.startswith(f"{GameProcessLost.__name__}:")
+        if one_process and last is not None and last.reason == why and last.game + last.count == game:
             restarts[-1] = last._replace(count=last.count + 1)
         else:
             restarts.append(GameRestart(worker, game, why))

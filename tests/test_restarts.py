@@ -229,7 +229,9 @@ def test_the_games_of_one_replaced_game_process_are_one_restart():
     from doom_a3c.run_state import group_restarts
 
     lost = "GameProcessLost: game process 7 (games 2-3) did not answer within 30 s (a stalled engine?)"
-    restarts = group_restarts(1, [(3, lost), (0, "RuntimeError: engine died"), (2, lost), (5, lost)])
-    assert restarts == [GameRestart(1, 0, "RuntimeError: engine died"), GameRestart(1, 2, lost, count=2),
+    died = "RuntimeError: engine died"
+    restarts = group_restarts(1, [(3, lost), (0, died), (1, died), (2, lost), (5, lost)])
+    # Two games that crashed at the same step are two faults, even with the same message.
+    assert restarts == [GameRestart(1, 0, died), GameRestart(1, 1, died), GameRestart(1, 2, lost, count=2),
                         GameRestart(1, 5, lost)]
-    assert [r.games() for r in restarts] == ["game 0", "games 2-3", "game 5"]
+    assert [r.games() for r in restarts] == ["game 0", "game 1", "games 2-3", "game 5"]
