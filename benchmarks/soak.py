@@ -95,12 +95,17 @@ class ProgressTail:
     def __init__(self, path: str):
         self.path = path
         self.offset = 0
+        self.identity: tuple[int, int] | None = None  # (device, inode): a resumed trainer writes a new file
         self.columns: list[str] | None = None
         self.last_seen: dict[int, float] = {}
 
     def read(self) -> None:
-        if not os.path.exists(self.path):
+        try:
+            status = os.stat(self.path)
+        except FileNotFoundError:
             return
+        if (status.st_dev, status.st_ino) != self.identity or status.st_size < self.offset:
+            self.identity, self.offset, self.columns = (status.st_dev, status.st_ino), 0, None
         with open(self.path) as handle:
             handle.seek(self.offset)
             chunk = handle.read()
@@ -110,7 +115,7 @@ class ProgressTail:
         for line in complete.splitlines():
             if self.columns is None:
                 self.columns = line.split(",")
-            elif line and line != ",".join(self.columns):
+            elif len(line.split(",")) == len(self.columns) and line != ",".join(self.columns):
                 self.last_seen[int(line.split(",")[self.columns.index("worker")])] = now
 
 

@@ -380,7 +380,7 @@ def test_shrink_gif_keeps_every_nth_frame_of_the_first_seconds_at_game_speed(tmp
 
 @pytest.mark.slow
 def test_soak_smoke_run_kills_and_stops_engines_kills_the_trainer_and_reports_the_costs(tmp_path):
-    """benchmarks/soak.py for 100 s with a tiny run: engines killed and stopped (SIGSTOP) in turn, the trainer
+    """benchmarks/soak.py for 96 s with a tiny run: engines killed and stopped (SIGSTOP) in turn, the trainer
     kill -9-ed at 50 s and resumed; every fault followed by a restart, no hang, nothing left running, no checkpoint
     lost, the CSV without gaps. A hang anywhere fails the test with the soak's output, never CI's time limit."""
     import json
@@ -388,7 +388,7 @@ def test_soak_smoke_run_kills_and_stops_engines_kills_the_trainer_and_reports_th
 
     out = tmp_path / "soak"
     try:
-        proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "soak.py"), "--minutes", "1.7",
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "soak.py"), "--minutes", "1.6",
                                "--engine-fault-every", "12", "--kill-trainer-every", "50", "--game-timeout", "5",
                                "--out", str(out), "--", "--workers", "1", "--envs-per-worker", "2",
                                "--save-every-minutes", "0.2", "--gif-every", "0"],
