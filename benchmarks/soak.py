@@ -16,8 +16,9 @@ At the end the trainer is stopped with SIGTERM. Reports (and writes to OUT/soak.
 - episodes lost to trainer kills: rows progress.csv had at the kill minus the episodes of the checkpoint the
   resume starts from (played since the last save), and whether any checkpoint was lost (the resumed counters
   behind the last checkpoint seen before the kill) or the CSV has a gap or a duplicate;
-- memory: peak resident memory of the trainer and all its processes, and the mean of the first and last fifth
-  of the samples (flat memory: about equal);
+- memory: peak proportional set size (PSS: shared pages split between the processes that share them) of the
+  trainer and all its processes, and the mean of the first and last fifth of the samples (flat memory: about
+  equal);
 - leftover processes: engines still running 10 s after each kill -9, and any process of the trainer's still
   running after the end.
 """
@@ -68,6 +69,19 @@ def family(pid: int, table: dict[int, tuple[int, str, int]]) -> list[int]:
         found += children
         frontier += children
     return [p for p in found if p in table and table[p][1] != "Z"]
+
+
+def pss_kib(pid: int) -> int:
+    """Proportional set size: a page shared by n processes counts 1/n in each (forked game processes share most of
+    the trainer's pages, which their resident sizes would each count whole)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def is_engine(pid: int) -> bool:
@@ -165,7 +179,7 @@ class Soak:
         table = process_table()
         members = family(self.proc.pid, table)
         self.seen.update(members)
-        self.memory.append(sum(table[p][2] for p in members) / 1024)
+        self.memory.append(sum(pss_kib(p) for p in members) / 1024)
 
     def engines(self) -> list[int]:
         return [p for p in family(self.proc.pid, process_table()) if is_engine(p)]
