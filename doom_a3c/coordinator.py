@@ -152,8 +152,10 @@ class Coordinator:
         for restart in restarts:
             self.game_restarts += 1
             self._recent_restarts.append(now)
-            print(f"warning: {restart.games()} of worker {restart.worker} failed ({restart.reason}); closed and "
-                  f"restarted with a fresh seed, its unfinished episode dropped", file=sys.stderr, flush=True)
+            what = ("closed and restarted with a fresh seed, its unfinished episode dropped" if restart.count == 1
+                    else "closed and restarted with fresh seeds, their unfinished episodes dropped")
+            print(f"warning: {restart.games()} of worker {restart.worker} failed ({restart.reason}); {what}",
+                  file=sys.stderr, flush=True)
         if restarts:  # counted at once: a restart in the run's last seconds must show too
             self.log.scalars(self.run.counters.env_steps, {"Perf/Game Restarts": self.game_restarts})
         while self._recent_restarts and now - self._recent_restarts[0] > RESTART_WINDOW_SECONDS:
@@ -161,7 +163,7 @@ class Coordinator:
         limit = self.config.max_game_restarts
         if restarts and len(self._recent_restarts) > limit:
             self.run.fail(TooManyRestarts(
-                f"{len(self._recent_restarts)} games restarted within {RESTART_WINDOW_SECONDS:g} s, more than "
+                f"{len(self._recent_restarts)} game failures within {RESTART_WINDOW_SECONDS:g} s, more than "
                 f"--max-game-restarts {limit}; the last failed with {restarts[-1].reason}"))
 
     def _check_heartbeats(self) -> None:

@@ -132,7 +132,7 @@ def test_restarts_warn_once_each_and_more_than_the_limit_in_a_minute_stop_the_ru
     coord.run.restarts.put(GameRestart(0, 3, "RuntimeError: boom"))
     coord._log_restarts(now=1059.0)
     assert len(coord.run.errors) == 1 and isinstance(coord.run.errors[0], TooManyRestarts)
-    assert "3 games restarted within 60 s, more than --max-game-restarts 2" in str(coord.run.errors[0])
+    assert "3 game failures within 60 s, more than --max-game-restarts 2" in str(coord.run.errors[0])
     assert coord.run.stop.is_set()
     coord.log.close()
 
