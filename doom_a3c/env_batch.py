@@ -333,6 +333,13 @@ def kill_process_tree(pid: int) -> None:
                 pass
 
 
+def crash_step(observations: np.ndarray, why: str) -> BatchStep:
+    """A step of games that were replaced: a terminal with reward 0 each, the fresh games' first observations."""
+    count = len(observations)
+    return BatchStep(observations, np.zeros(count, np.float32), np.ones(count, bool), np.zeros(count, bool),
+                     np.zeros(count, np.float32), np.full(count, why, object), np.zeros(count, bool), None)
+
+
 class ProcessEnvBatch:
     """EnvBatch's interface, with the games built and stepped in `processes` child processes (contiguous
     slices), so that their emulation runs outside the trainer's GIL and a game that stops answering can be
@@ -461,11 +468,12 @@ class ProcessEnvBatch:
         self._send(child, command, argument)
         return self._receive(child)
 
-    def _crash_step(self, child: int, observations: np.ndarray, why: str) -> BatchStep:
-        """What a step reports for the games of a replaced child: a terminal with reward 0, then the fresh game."""
-        count = len(observations)
-        return BatchStep(observations, np.zeros(count, np.float32), np.ones(count, bool), np.zeros(count, bool),
-                         np.zeros(count, np.float32), np.full(count, why, object), np.zeros(count, bool), None)
+    def _replaced_step(self, child: int, error: GameProcessLost) -> BatchStep:
+        """What a step reports for the games of child `child`, lost with `error`: a terminal with reward 0 each,
+        then the first observation of the fresh game that replaced it. Without restarts the error is raised."""
+        if self._remake is None:
+            raise error
+        return crash_step(self._replace(child), one_line(error))
 
     def reset(self) -> np.ndarray:
         parts = []
@@ -494,22 +502,18 @@ class ProcessEnvBatch:
         asked = []
         for child, part in enumerate(self._slices):
             if child in self._replaced:
-                parts[child] = self._crash_step(child, *self._replaced.pop(child))
+                parts[child] = crash_step(*self._replaced.pop(child))
                 continue
             try:
                 self._send(child, "step", (actions[part],))
                 asked.append(child)
             except GameProcessLost as error:
-                if self._remake is None:
-                    raise
-                parts[child] = self._crash_step(child, self._replace(child), one_line(error))
+                parts[child] = self._replaced_step(child, error)
         for child in asked:
             try:
                 parts[child] = self._receive(child)
             except GameProcessLost as error:
-                if self._remake is None:
-                    raise
-                parts[child] = self._crash_step(child, self._replace(child), one_line(error))
+                parts[child] = self._replaced_step(child, error)
         return concatenate_steps(parts)
 
     def _ask_game(self, command: str, index: int, *arguments):
