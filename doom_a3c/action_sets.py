@@ -1,4 +1,4 @@
-"""Action sets derived from the buttons a ViZDoom .cfg makes available (pure Python, no engine).
+"""Action sets derived from the buttons a ViZDoom .cfg makes available (pure Python and numpy, no engine).
 
 `--action-set buttons` gives one action per button, as a user's own .cfg always had. `--action-set combined`
 lets an agent move, turn, strafe and shoot in one step, as every tuned preset here does by hand
@@ -6,8 +6,10 @@ lets an agent move, turn, strafe and shoot in one step, as every tuned preset he
 groups as Sample Factory's Doom action spaces have them (sf_examples/vizdoom/doom/action_space.py: one
 discrete head per group), the buttons of a group exclude one another (forward or backward, never both), and
 an action picks one option of every group: nothing, or one of its buttons. Sample Factory samples the groups
-as separate heads; here their product is one flat softmax, so that the network, play.py and --export stay
-as they are.
+as separate heads; here their product is by default one flat softmax. `--policy-heads factorised` gives the
+same action list one categorical head per group instead (`combined_action_heads`, `head_option_matrix`): the
+network turns its heads into the flat list's joint log-probabilities, so that sampling, the loss, play.py and
+--export stay as they are.
 
 The product grows fast (deathmatch.cfg's 20 buttons would make thousands), so groups join it in order of
 how much the shipped presets needed them (move, turn, attack, strafe, then the rest), each only while the
@@ -20,6 +22,8 @@ exploration thin. Measured against one action per button: not yet (issue 33).
 from __future__ import annotations
 
 import itertools
+
+import numpy as np
 
 MAX_COMBINED_ACTIONS = 64
 
@@ -47,11 +51,9 @@ def single_button_actions(buttons: list[str]) -> list[list[str]]:
     return [[button] for button in buttons if not is_delta_button(button)]
 
 
-def combined_actions(buttons: list[str], cap: int = MAX_COMBINED_ACTIONS) -> list[list[str]]:
-    """Every combination of one option per button group (nothing, or one of the group's buttons), over the
-    groups that fit, then each remaining binary button as an action of its own: at most `cap` actions in all
-    (unless the .cfg has more buttons than that). Each action lists its buttons in the .cfg's order; the first
-    holds no button (it waits)."""
+def _product_and_left_over(buttons: list[str], cap: int) -> tuple[list[list[str]], list[str]]:
+    """(the groups that join the product, each as its buttons the .cfg makes available; the binary buttons left
+    out, each to be an action of its own), so that there are at most `cap` actions in all."""
     available = [b for b in buttons if not is_delta_button(b)]
     grouped: list[list[str]] = []
     size, alone = 1, len(available)  # the product's size; buttons that would be actions of their own
@@ -61,8 +63,61 @@ def combined_actions(buttons: list[str], cap: int = MAX_COMBINED_ACTIONS) -> lis
             grouped.append(present)
             size, alone = size * (len(present) + 1), alone - len(present)
     in_product = {b for group in grouped for b in group}
-    order = {b: i for i, b in enumerate(available)}
+    return grouped, [b for b in available if b not in in_product]
+
+
+def combined_actions(buttons: list[str], cap: int = MAX_COMBINED_ACTIONS) -> list[list[str]]:
+    """Every combination of one option per button group (nothing, or one of the group's buttons), over the
+    groups that fit, then each remaining binary button as an action of its own: at most `cap` actions in all
+    (unless the .cfg has more buttons than that). Each action lists its buttons in the .cfg's order; the first
+    holds no button (it waits)."""
+    grouped, left_over = _product_and_left_over(buttons, cap)
+    order = {b: i for i, b in enumerate(buttons)}
     actions = [sorted((b for b in choice if b is not None), key=order.__getitem__)
                for choice in itertools.product(*[[None, *group] for group in grouped])]
-    actions += [[b] for b in available if b not in in_product]
-    return actions
+    return actions + [[b] for b in left_over]
+
+
+# Option 0 of every head, named so that no button can be mistaken for it (policy.json shows these names).
+NO_BUTTON = "(none)"  # a group head's "press none of this group's buttons"
+COMBINATION = "(combination)"  # the "which" head's "one of the combinations the group heads choose"
+
+
+def combined_action_heads(buttons: list[str], cap: int = MAX_COMBINED_ACTIONS) -> list[list[str]]:
+    """The factorised policy over `combined_actions(buttons, cap)`: one head per group of the product, options
+    [NO_BUTTON, *its buttons]; then, only when some buttons are actions of their own, a "which" head with
+    options [COMBINATION, *those buttons]."""
+    grouped, left_over = _product_and_left_over(buttons, cap)
+    heads = [[NO_BUTTON, *group] for group in grouped]
+    return heads + [[COMBINATION, *left_over]] if left_over else heads
+
+
+def head_option_matrix(actions: list[list[str]], heads: list[list[str]]) -> np.ndarray:
+    """[total options, A] 0/1: column a marks the option each head takes in action a, so that the sum of the
+    marked options' log-probabilities is action a's joint log-probability. A combination takes one option of
+    every group head (and COMBINATION of the "which" head); a left-over button's action takes its option of the
+    "which" head alone, the group heads summed out. ValueError unless the actions are exactly the outcomes of
+    the heads, each once (else the joint would not sum to 1)."""
+    has_which = bool(heads) and heads[-1][0] == COMBINATION
+    groups, which = (heads[:-1], heads[-1]) if has_which else (heads, None)
+    offsets = np.cumsum([0, *map(len, heads)])  # each head's first row
+    which_row = offsets[-2] if has_which else None  # the "which" head's first row
+    matrix = np.zeros((offsets[-1], len(actions)), np.float32)
+    for column, action in enumerate(actions):
+        if which is not None and len(action) == 1 and action[0] in which[1:]:
+            matrix[which_row + which.index(action[0]), column] = 1.0
+            continue
+        for head, group in enumerate(groups):
+            pressed = [b for b in action if b in group[1:]]
+            if len(pressed) > 1:
+                raise ValueError(f"action {action} presses {pressed}, more than one option of head {group}")
+            matrix[offsets[head] + (group.index(pressed[0]) if pressed else 0), column] = 1.0
+        if not set(action) <= {b for group in groups for b in group[1:]}:
+            raise ValueError(f"action {action} presses buttons no head offers ({heads})")
+        if which is not None:
+            matrix[which_row, column] = 1.0
+    outcomes = int(np.prod([len(group) for group in groups])) + (len(which) - 1 if which else 0)
+    if len(actions) != outcomes or len({tuple(column) for column in matrix.T}) != len(actions):
+        raise ValueError(f"the {len(actions)} actions are not the {outcomes} outcomes of the heads {heads}, "
+                         f"each once")
+    return matrix

@@ -18,6 +18,7 @@ from typing import Any
 
 MIN_FRAME_SIZE = 20  # conv 8x8/4 then 4x4/2 leave a 1x1 map
 ENV_KINDS = ("doom", "atari", "vector")
+POLICY_HEADS = ("flat", "factorised")
 
 
 class ConfigError(ValueError):
@@ -69,6 +70,9 @@ class TrainConfig:
                                    "attack at once: one option from each group of the .cfg's buttons, at most "
                                    "64 actions; doom_a3c/action_sets.py)", choices=["preset", "buttons", "combined"],
                                    shown_default="'preset' when the preset lists actions, else 'buttons'")
+    policy_heads: str = _flag("flat", "Doom with --action-set combined: 'flat' (one softmax over all the actions) or "
+                              "'factorised' (one categorical head per button group, as Sample Factory's Doom "
+                              "policies; the same actions, their joint distribution)", choices=list(POLICY_HEADS))
     cfg_variables: bool | None = _flag(None, "Doom: when neither the preset nor the config lists game variables, the "
                                        "network sees those the .cfg lists (available_game_variables: HEALTH, "
                                        "AMMO2...)", shown_default="on for a map without a preset, off under one")
@@ -81,6 +85,9 @@ class TrainConfig:
     scenario_path: str = _resolved("", "Doom: the .cfg the games load (absolute); gymnasium: the env id")
     actions: list = _resolved(None, "each action as the list of buttons it holds down (Doom), or the game's "
                               "action name (gymnasium)")
+    action_heads: list = field(default_factory=list, metadata={
+        "flag": False, "help": "with --policy-heads factorised: each head as the names of its options (option 0 "
+        "'(none)' or, for the left-over buttons' head, '(combination)'; doom_a3c/action_sets.py); [] = flat"})
     crop: list = _resolved(None, "fractions of the Doom screen cut off (top, bottom, left, right) before downsampling")
     game_args: str = _resolved("", "extra ViZDoom engine arguments (multiplayer maps)")
     bots: int = _resolved(0, "bots added at each Doom episode start (deathmatch maps)")
@@ -232,6 +239,8 @@ class TrainConfig:
             raise ConfigError("--epsilon-spread geometric needs --epsilon-end > 0 (e.g. 0.01), or use linear")
         if self.target_reward is not None and not math.isfinite(self.target_reward):
             raise ConfigError(f"--target-reward must be a finite number, got {self.target_reward}")
+        if self.policy_heads not in POLICY_HEADS:  # the Python API has no argparse choices
+            raise ConfigError(f"--policy-heads must be one of {', '.join(POLICY_HEADS)}, got {self.policy_heads!r}")
         if self.distributed == "ray" and self.trainer == "ga3c":
             raise ConfigError("--distributed ray runs A3C workers (each with its own local copy); "
                               "--trainer ga3c runs in one process: use one or the other")

@@ -10,14 +10,16 @@ Signature `serving_default` (also the `step` attribute of the loaded object), B 
                                         running statistics saved with the weights
              state_h, state_c [B, S]    float32, the LSTM state (zeros at the start; S = 0 without an LSTM)
              episode_start   [B]        float32, 1.0 where this observation starts an episode (zeroes the state)
-    outputs  probabilities   [B, A]     float32, the policy
+    outputs  probabilities   [B, A]     float32, the policy over policy.json's actions (with factorised heads:
+                                        their joint distribution, the same A actions)
              value           [B]        float32, the critic (learning reward units: game reward x reward scale,
                                         with normalize_returns too: the head's output times the return scale)
              state_h, state_c [B, S]    float32, feed back with the next observation
 
 `policy.tflite` is the same step for one game at a time (B = 1).
 `policy.json` beside it names the actions and holds the observation shape, state size and the run's config
-(frame skip, frame size, crop: the preprocessing a user's own env must repeat).
+(frame skip, frame size, crop: the preprocessing a user's own env must repeat); `action_heads` lists a factorised
+policy's heads (each as its options' names, doom_a3c/action_sets.py), [] for a flat softmax.
 """
 from __future__ import annotations
 
@@ -79,7 +81,8 @@ def export_policy(agent, directory: str) -> ExportedPolicy:
     metadata = os.path.join(directory, "policy.json")
     with open(metadata, "w") as handle:
         json.dump({"checkpoint": agent.checkpoint, "scenario": agent.config.scenario,
-                   "action_names": list(spec.action_names), "observation_shape": list(frame_shape),
+                   "action_names": list(spec.action_names), "action_heads": agent.config.action_heads,
+                   "observation_shape": list(frame_shape),
                    "observation_dtype": dtype.name, "game_variables": agent.config.game_variables,
                    "state_size": int(net.state_size), "seconds_per_step": spec.seconds_per_step,
                    "config": agent.config.to_dict()}, handle, indent=2)

@@ -1,5 +1,6 @@
 """The actor-critic network: conv torso -> dense 256 (or a dense torso for vectors) -> LSTM -> softmax
-policy + value.
+policy + value. The policy is one softmax over the actions, or several categorical heads (FactorisedHeads)
+whose joint log-probabilities over the same actions stand in for the logits.
 
 It knows nothing of environments or optimizers. Two entry points share the same layers:
 `step` (one time step for a batch of environments, used for acting) and `unroll` (a whole
@@ -12,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from doom_a3c.action_sets import head_option_matrix
 from doom_a3c.normalization import VARIABLE_CLIP, VARIABLE_EPSILON, variable_moments_size
 from doom_a3c.quiet_import import keras, tf
 
@@ -22,7 +24,7 @@ class LSTMState(NamedTuple):
 
 
 class NetworkOutput(NamedTuple):
-    logits: tf.Tensor  # [..., A]
+    logits: tf.Tensor  # [..., A]; with FactorisedHeads, already normalised log-probabilities
     values: tf.Tensor  # [...]
     state: LSTMState
 
@@ -89,6 +91,19 @@ def normalized_variables_tensor(variables: tf.Tensor, moments: tf.Tensor) -> tf.
     return tf.clip_by_value(standardized, -VARIABLE_CLIP, VARIABLE_CLIP)
 
 
+class FactorisedHeads(NamedTuple):
+    """A policy of several categorical heads over one action list (doom_a3c/action_sets.py builds both)."""
+    sizes: list[int]  # options of each head
+    option_matrix: np.ndarray  # [sum(sizes), A] 0/1: the options whose log-probabilities add up to action a's
+
+
+def joint_log_probs(head_logits: tf.Tensor, heads: FactorisedHeads) -> tf.Tensor:
+    """head_logits [..., sum(sizes)] -> the actions' joint log-probabilities [..., A]. Being normalised, they
+    serve as logits unchanged: their softmax is the joint distribution, their log_softmax themselves."""
+    log_probs = tf.concat([tf.nn.log_softmax(part) for part in tf.split(head_logits, heads.sizes, axis=-1)], -1)
+    return tf.tensordot(log_probs, tf.constant(heads.option_matrix, tf.float32), axes=1)
+
+
 class ActorCritic(keras.Model):
     """`torso` "conv" takes [84, 84, 1] uint8 frames (Doom, Atari), "dense" takes [N] float32 vectors
     (CartPole). `use_lstm=False` feeds the torso straight to the heads (the state is then empty, [B, 0]).
@@ -96,17 +111,21 @@ class ActorCritic(keras.Model):
     networks); the two LSTM states then travel side by side in one state, [B, 2 * lstm_size].
     `normalize_variables` standardises the game variables by running moments; `normalize_returns` makes the
     value output S times the value head, S the running return scale (both doom_a3c/normalization.py).
+    `factorised_heads` makes the policy layer output every head's logits and the policy output their joint
+    log-probabilities over the `num_actions` actions (the layer keeps its name: "policy").
     """
 
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
                  frame_norm: str = "standardize", torso: str = "conv", hidden_size: int = 256,
                  use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0,
-                 normalize_variables: bool = False, normalize_returns: bool = False):
+                 normalize_variables: bool = False, normalize_returns: bool = False,
+                 factorised_heads: FactorisedHeads | None = None):
         super().__init__(name=name)
         self.num_game_variables = num_game_variables
         if torso not in TORSOS:
             raise ValueError(f"torso must be one of {TORSOS}, got {torso!r}")
         self.num_actions = num_actions
+        self.factorised_heads = factorised_heads
         self.frame_norm = frame_norm
         self.torso = torso
         self.lstm_size = lstm_size if use_lstm else 0
@@ -114,7 +133,8 @@ class ActorCritic(keras.Model):
         branches = ("", "critic_") if separate_critic else ("",)  # attribute prefixes: checkpoint names
         self.state_size = self.lstm_size * len(branches)
         self._branches = [self._build_branch(prefix, seed + 10 * i, hidden_size) for i, prefix in enumerate(branches)]
-        self.policy_head = keras.layers.Dense(num_actions, use_bias=False,
+        policy_units = sum(factorised_heads.sizes) if factorised_heads else num_actions
+        self.policy_head = keras.layers.Dense(policy_units, use_bias=False,
                                               kernel_initializer=NormalizedColumns(0.01, seed + 5), name="policy")
         self.value_head = keras.layers.Dense(1, use_bias=False,
                                              kernel_initializer=NormalizedColumns(1.0, seed + 6), name="value")
@@ -216,7 +236,10 @@ class ActorCritic(keras.Model):
         values = tf.squeeze(self.value_head(core_out[-1]), -1)
         if self.return_moments is not None:  # the head learns in units of S; the output is in the rewards' own
             values = values * return_scale_tensor(tf.stop_gradient(self.return_moments.moments))
-        return self.policy_head(core_out[0]), values
+        logits = self.policy_head(core_out[0])
+        if self.factorised_heads is not None:
+            logits = joint_log_probs(logits, self.factorised_heads)
+        return logits, values
 
     def step(self, observations: tf.Tensor, state: LSTMState, starts: tf.Tensor) -> NetworkOutput:
         """observations [B, *obs], starts [B] (1 where the episode begins) -> logits [B, A], values [B]."""
@@ -262,12 +285,15 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
     """The network a TrainConfig describes, for observations of this shape: images get the conv torso,
     vectors the dense one. The same call in the trainer and play.py, so a checkpoint always fits."""
     torso = "conv" if len(observation_shape) == 3 else "dense"
+    heads = config.action_heads
+    factorised = FactorisedHeads([len(head) for head in heads], head_option_matrix(config.actions, heads)) \
+        if heads else None
     net = ActorCritic(num_actions, config.lstm_size, seed=config.seed if seed is None else seed, name=name,
                       frame_norm=config.frame_norm, torso=torso, hidden_size=config.hidden_size,
                       use_lstm=config.lstm, separate_critic=config.separate_networks,
                       num_game_variables=len(config.game_variables),
                       normalize_variables=bool(config.normalize_variables),
-                      normalize_returns=config.normalize_returns)
+                      normalize_returns=config.normalize_returns, factorised_heads=factorised)
     return net.build_variables(observation_shape)
 
 

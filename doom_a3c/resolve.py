@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from doom_a3c.action_sets import combined_actions, single_button_actions
+from doom_a3c.action_sets import combined_action_heads, combined_actions, head_option_matrix, single_button_actions
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.scenarios import (ATARI, DOOM, VECTOR, environment_kind, find_doom_scenario, load_preset,
                                 preset_path, scenario_name)
@@ -34,9 +34,11 @@ DOOM_GAME_PROCESSES = 2  # per worker, by default: see "env_processes" in resolv
 # A map without a preset (a user's own, or a shipped one with --no-preset): its action set when the config
 # names none. One action per button until measured against 'combined' (issue 33).
 OWN_MAP_ACTION_SET = "buttons"
-# What configs saved before these fields existed ran: the preset, its actions, no variables of the .cfg's own.
+# What configs saved before these fields existed ran: the preset, its actions, no variables of the .cfg's own,
+# one flat softmax.
 FIELDS_BEFORE_ISSUE_33 = {"preset": True, "action_set": "preset", "cfg_variables": False,
-                          "normalize_variables": False, "normalize_returns": False}
+                          "normalize_variables": False, "normalize_returns": False, "policy_heads": "flat",
+                          "action_heads": []}
 
 
 def _preset_name(config: TrainConfig) -> str:
@@ -88,6 +90,21 @@ def _doom_actions(config: TrainConfig, preset: dict[str, Any], buttons: list[str
     if action_set == "preset" and preset.get("actions"):
         return action_set, preset["actions"]
     return action_set, single_button_actions(buttons)
+
+
+def _doom_action_heads(config: TrainConfig, action_set: str, actions: list, buttons: list[str]) -> list:
+    """The factorised policy's heads over these actions ([] for the flat one), checked against them."""
+    if config.policy_heads != "factorised":
+        return []
+    if action_set != "combined":
+        raise ConfigError(f"--policy-heads factorised needs --action-set combined (one head per button group of its "
+                          f"actions), not {action_set!r}")
+    heads = config.action_heads or combined_action_heads(buttons)
+    try:
+        head_option_matrix(actions, heads)
+    except ValueError as error:
+        raise ConfigError(f"--policy-heads factorised: {error}") from None
+    return heads
 
 
 def _doom_variables(name: str, config: TrainConfig, preset: dict[str, Any],
@@ -172,6 +189,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         check_screen_resolution(config.screen_resolution)
         buttons, cfg_variables = _doom_cfg_lists(cfg_path)
         action_set, actions = _doom_actions(config, preset, buttons)
+        action_heads = _doom_action_heads(config, action_set, actions, buttons)
         if not actions:
             raise ConfigError(f"{cfg_path} makes no buttons available: list them in its available_buttons "
                               f"(e.g. available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK }})")
@@ -180,6 +198,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
             raise ConfigError(f"preset for {name} uses buttons {unknown} that its cfg does not make "
                               f"available ({buttons})")
         values.update(scenario_path=cfg_path, actions=[list(combo) for combo in actions], action_set=action_set,
+                      action_heads=action_heads,
                       crop=[float(x) for x in (config.crop or preset.get("crop", NO_CROP))],
                       game_args=config.game_args or str(preset.get("game_args", "")),
                       bots=config.bots or int(preset.get("bots", 0)),
@@ -195,6 +214,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
 
         doom_only = [f"--{flag}" for flag, on in (("action-set", config.action_set not in (None, "buttons")),
                                                    ("cfg-variables", config.cfg_variables),
+                                                   ("policy-heads", config.policy_heads != "flat"),
                                                    ("normalize-variables", config.normalize_variables)) if on]
         if doom_only:
             raise ConfigError(f"{', '.join(doom_only)}: for ViZDoom scenarios only, not {config.scenario}")
@@ -237,7 +257,8 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
     fixed = [name for name in FIELDS_BEFORE_ISSUE_33 if name in given and given[name] != getattr(saved, name)]
     if fixed:
-        # They chose the games' actions and variables and the network's running statistics when the run began.
+        # They chose the games' actions and variables, the network's policy heads and running statistics when the
+        # run began.
         flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
         raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
     return dataclasses.replace(saved, **given).validate()
