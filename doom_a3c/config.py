@@ -142,9 +142,12 @@ class TrainConfig:
                                        "implementations do): the policy gradient's size then no longer depends "
                                        "on the reward scale")
     normalize_returns: bool = _flag(False, "scale-free learning (DreamerV3): advantages, value targets and the "
-                                    "critic's output in units of max(1, S), S a running 5th-95th percentile range of "
+                                    "critic's output in units of max(--return-scale-floor, S), S a running 5th-95th percentile range of "
                                     "the rollouts' returns shared by all workers and saved in the checkpoint, so that "
                                     "one set of hyperparameters fits a reward of 1 or 1,000 an episode")
+    return_scale_floor: float = _flag(1.0, "with --normalize-returns, the least S divides by (in learning-reward "
+                                      "units): DreamerV3's 1 leaves a small sparse reward as it is; below it, a "
+                                      "map whose returns span 0.05 is learnt at the size of one whose span 500")
     value_coef: float = _flag(0.5, "weight of the value loss")
     policy_coef: float = _flag(1.0, "weight of the policy-gradient loss")
     entropy_coef: float = _flag(0.01, "weight of the entropy bonus")
@@ -224,7 +227,7 @@ class TrainConfig:
             raise ConfigError(f"--env-processes must be >= 0, got {self.env_processes}")
         if not self.game_timeout > 0:
             raise ConfigError(f"--game-timeout must be > 0, got {self.game_timeout}")
-        for name in ("learning_rate", "clip_norm", "normalize_norm"):
+        for name in ("learning_rate", "clip_norm", "normalize_norm", "return_scale_floor"):
             if not getattr(self, name) > 0:  # NaN fails too
                 raise ConfigError(f"--{flag_name(name)} must be > 0, got {getattr(self, name)}")
         if self.frame_size < MIN_FRAME_SIZE:

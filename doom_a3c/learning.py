@@ -106,7 +106,7 @@ class GradientStep:
         scale = 1.0
         if self.net.return_moments is not None:
             # DreamerV3's order: the statistics take this rollout's returns in first, then scale them.
-            scale = return_scale(self.net.return_moments.moments.numpy() + updates[-1])
+            scale = return_scale(self.net.return_moments.moments.numpy() + updates[-1], self.config.return_scale_floor)
         grads, finite, *scalars = self._compiled(network_inputs(rollout.observations), rollout.actions,
                                                  rollout.starts, rollout.initial_state.h, rollout.initial_state.c,
                                                  returns, advantages, tf.constant(scale, tf.float32))

@@ -72,11 +72,11 @@ class RunningMoments(keras.layers.Layer):
 STATISTICS_CARRIER = 2.0 ** -40
 
 
-def return_scale_tensor(moments: tf.Tensor) -> tf.Tensor:
-    """normalization.return_scale in TensorFlow: max(1, debiased high - low), 1 before any update."""
+def return_scale_tensor(moments: tf.Tensor, floor: float = 1.0) -> tf.Tensor:
+    """normalization.return_scale in TensorFlow: max(floor, debiased high - low), 1 before any update."""
     weight = moments[0]
     spread = (moments[2] - moments[1]) / tf.maximum(weight, 1e-12)
-    return tf.where(weight > 0, tf.maximum(spread, 1.0), 1.0)
+    return tf.where(weight > 0, tf.maximum(spread, floor), 1.0)
 
 
 def normalized_variables_tensor(variables: tf.Tensor, moments: tf.Tensor) -> tf.Tensor:
@@ -118,7 +118,7 @@ class ActorCritic(keras.Model):
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
                  frame_norm: str = "standardize", torso: str = "conv", hidden_size: int = 256,
                  use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0,
-                 normalize_variables: bool = False, normalize_returns: bool = False,
+                 normalize_variables: bool = False, normalize_returns: bool = False, return_scale_floor: float = 1.0,
                  factorised_heads: FactorisedHeads | None = None):
         super().__init__(name=name)
         self.num_game_variables = num_game_variables
@@ -142,6 +142,7 @@ class ActorCritic(keras.Model):
         self.variable_moments = RunningMoments(variable_moments_size(num_game_variables), "variable_moments") \
             if normalize_variables and num_game_variables else None
         self.return_moments = RunningMoments(3, "return_moments") if normalize_returns else None
+        self.return_scale_floor = return_scale_floor
 
     @property
     def statistics(self) -> list[RunningMoments]:
@@ -235,7 +236,8 @@ class ActorCritic(keras.Model):
         # Policy from the first branch, value from the last: the same branch unless the critic is separate.
         values = tf.squeeze(self.value_head(core_out[-1]), -1)
         if self.return_moments is not None:  # the head learns in units of S; the output is in the rewards' own
-            values = values * return_scale_tensor(tf.stop_gradient(self.return_moments.moments))
+            values = values * return_scale_tensor(tf.stop_gradient(self.return_moments.moments),
+                                                  self.return_scale_floor)
         logits = self.policy_head(core_out[0])
         if self.factorised_heads is not None:
             logits = joint_log_probs(logits, self.factorised_heads)
@@ -293,7 +295,8 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       use_lstm=config.lstm, separate_critic=config.separate_networks,
                       num_game_variables=len(config.game_variables),
                       normalize_variables=bool(config.normalize_variables),
-                      normalize_returns=config.normalize_returns, factorised_heads=factorised)
+                      normalize_returns=config.normalize_returns, return_scale_floor=config.return_scale_floor,
+                      factorised_heads=factorised)
     return net.build_variables(observation_shape)
 
 

@@ -1,11 +1,14 @@
 """Running statistics that take the reward's and the game variables' scale out of learning (pure NumPy).
 
 Returns (--normalize-returns), as DreamerV3 scales them (danijar/dreamerv3, `Moments` in jaxutils.py): S is
-a running 5th-95th percentile range of the rollouts' returns, and advantages are divided by max(1, S). The
-floor of 1 keeps small returns (a sparse +1 at the end of a maze) from being blown up into noise, while a
-reward of 1,000 an episode is brought down to the same size as one of 1: one entropy weight, learning rate
-and gradient clip fit both. Percentiles rather than a standard deviation, because a few rare large returns
-(the one episode that reached the armour) should not shrink every other signal.
+a running 5th-95th percentile range of the rollouts' returns, and advantages are divided by max(floor, S).
+DreamerV3's floor of 1 (--return-scale-floor, 1 by default) keeps small returns (a sparse +1 at the end of a
+maze) as they are, while a reward of 1,000 an episode is brought down to the same size as one of 1. A map with
+no preset runs with a floor of 0.01 (scenarios/defaults/doom.toml): there a maze's returns, spanning S = 0.05,
+are scaled up to the size of a corridor's, spanning 354, and one entropy weight fits both (the weights their
+hand-tuned presets found are 0.014-0.019 in units of S; docs/scenarios.md). Percentiles rather than a standard
+deviation, because a few rare large returns (the one episode that reached the armour) should not shrink every
+other signal.
 
 The critic is put in the same units (a choice, documented here): the network's value output is S times its
 value head (network.py), and the value loss compares returns / S with that output / S. Otherwise, at a scale
@@ -49,15 +52,15 @@ def return_targets(returns: np.ndarray) -> np.ndarray:
     return np.array([1.0, low, high])
 
 
-def return_scale(moments: np.ndarray) -> float:
-    """max(1, S): S the debiased running 95th minus 5th percentile; 1 before any update."""
+def return_scale(moments: np.ndarray, floor: float = 1.0) -> float:
+    """max(floor, S): S the debiased running 95th minus 5th percentile; 1 before any update."""
     weight, low, high = (float(x) for x in moments)
-    return max(1.0, (high - low) / weight) if weight > 0 else 1.0
+    return max(floor, (high - low) / weight) if weight > 0 else 1.0
 
 
-def normalized_advantages(advantages: np.ndarray, moments: np.ndarray) -> np.ndarray:
-    """Advantages in units of max(1, S) of these return moments."""
-    return np.asarray(advantages) / return_scale(moments)
+def normalized_advantages(advantages: np.ndarray, moments: np.ndarray, floor: float = 1.0) -> np.ndarray:
+    """Advantages in units of max(floor, S) of these return moments."""
+    return np.asarray(advantages) / return_scale(moments, floor)
 
 
 # ---- game variables: moments [weight, mean (V), mean of squares (V)] ---------------------------------------

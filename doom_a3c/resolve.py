@@ -22,7 +22,7 @@ from typing import Any
 from doom_a3c.action_sets import combined_action_heads, combined_actions, head_option_matrix, single_button_actions
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.scenarios import (ATARI, DOOM, VECTOR, environment_kind, find_doom_scenario, load_preset,
-                                preset_path, scenario_name)
+                                own_map_defaults, preset_path, scenario_name)
 
 KIND_NAMES = {DOOM: "a ViZDoom scenario", ATARI: "an Atari game", VECTOR: "a vector-observation env"}
 # frame skip, reward scale, reward clipping for each kind when the preset does not say
@@ -31,9 +31,6 @@ NO_CROP = [0.0, 0.0, 0.0, 0.0]
 DOOM_GAME_PROCESSES = 2  # per worker, by default: see "env_processes" in resolve_environment
 
 
-# A map without a preset (a user's own, or a shipped one with --no-preset): its action set when the config
-# names none. One action per button until measured against 'combined' (issue 33).
-OWN_MAP_ACTION_SET = "buttons"
 # What configs saved before these fields existed ran: the preset, its actions, no variables of the .cfg's own,
 # one flat softmax.
 FIELDS_BEFORE_ISSUE_33 = {"preset": True, "action_set": "preset", "cfg_variables": False,
@@ -50,15 +47,21 @@ def _scenario_preset(config: TrainConfig) -> dict:
     return load_preset(_preset_name(config)) if config.preset else {}
 
 
-def _preset_train_defaults(scenario: str, kind: str, preset: dict) -> dict[str, Any]:
-    """The preset's `[train]` table; every Atari game first takes `scenarios/atari.toml`'s."""
+def _preset_train_defaults(scenario: str, kind: str, preset: dict) -> tuple[dict[str, Any], str]:
+    """The preset's `[train]` table and where it comes from. Every Atari game first takes
+    `scenarios/atari.toml`'s; a ViZDoom map with no preset (a user's own, or --no-preset) takes
+    `scenarios/defaults/doom.toml`'s, the defaults measured to learn maps nobody tuned for."""
+    source = f"preset for {scenario} ({preset_path(scenario).name})"
     defaults = load_preset(ATARI).get("train", {}) if kind == ATARI else {}
+    if kind == DOOM and not preset:
+        defaults = own_map_defaults().get("train", {})
+        source = f"{scenario} has no preset; the defaults for such maps (defaults/doom.toml)"
     defaults = {**defaults, **preset.get("train", {})}
     known = {f.name for f in dataclasses.fields(TrainConfig)} - {"preset"}  # a preset cannot turn itself off
     unknown = sorted(set(defaults) - known)
     if unknown:
-        raise ConfigError(f"preset for {scenario} sets unknown options {unknown}")
-    return defaults
+        raise ConfigError(f"{source} sets unknown options {unknown}")
+    return defaults, source
 
 
 def _doom_cfg_lists(cfg_path: str) -> tuple[list[str], list[str]]:
@@ -82,7 +85,7 @@ def _doom_buttons(cfg_path: str) -> list[str]:
 
 def _doom_actions(config: TrainConfig, preset: dict[str, Any], buttons: list[str]) -> tuple[str, list]:
     """(--action-set as resolved, the actions as button lists): the config's own list if it has one."""
-    action_set = config.action_set or ("preset" if preset.get("actions") else OWN_MAP_ACTION_SET)
+    action_set = config.action_set or ("preset" if preset.get("actions") else "buttons")
     if config.actions:
         return action_set, config.actions
     if action_set == "combined":
@@ -231,10 +234,10 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
     config = TrainConfig(**given)
     name = _preset_name(config)
     kind = environment_kind(config.scenario)
-    defaults = _preset_train_defaults(config.scenario, kind, _scenario_preset(config))
+    defaults, source = _preset_train_defaults(name, kind, _scenario_preset(config))
     from_preset = {k: v for k, v in defaults.items() if k not in given}
     if from_preset:
-        print(f"preset for {name} ({preset_path(name).name}): "
+        print(f"{source}: "
               + ", ".join(f"{k}={v}" for k, v in from_preset.items()), flush=True)
     config = dataclasses.replace(config, **from_preset).validate()
     return resolve_environment(config)

@@ -70,6 +70,13 @@ def preset_path(name: str) -> Path:
     return PRESETS_DIR / f"{name.replace('/', '_')}.toml"  # ALE/Pong-v5 -> ALE_Pong-v5.toml
 
 
+def own_map_defaults() -> dict:
+    """What a ViZDoom map with no preset of its own runs (`scenarios/defaults/doom.toml`): a folder of its
+    own, so that no scenario's name (ViZDoom ships a doom.cfg) can be taken for it."""
+    with open(PRESETS_DIR / "defaults" / "doom.toml", "rb") as handle:
+        return tomllib.load(handle)
+
+
 def load_preset(name: str, _seen: tuple[str, ...] = ()) -> dict:
     """The preset for a scenario name, {} when there is none. A preset with `based_on = "other"` starts from
     the other scenario's preset (its top level and its [train] table) and overrides what it sets itself, so

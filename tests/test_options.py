@@ -21,7 +21,7 @@ from doom_a3c.resolve import resolve_new_run
 from doom_a3c.returns import discounted_returns, n_step_targets
 from doom_a3c.rollout import GameRunner, Rollout
 from doom_a3c.run_state import RunState
-from doom_a3c.scenarios import ATARI, DOOM, VECTOR, environment_kind, shipped_scenarios_dir
+from doom_a3c.scenarios import ATARI, DOOM, VECTOR, environment_kind, own_map_defaults, shipped_scenarios_dir
 
 VECTOR_SHAPE = (4,)
 
@@ -322,13 +322,15 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
     own.write_text((shipped / "defend_the_line.cfg").read_text())
     (tmp_path / "defend_the_line.wad").write_bytes((shipped / "defend_the_line.wad").read_bytes())
     center = resolve_new_run({"scenario": str(own)})
-    defaults = TrainConfig(scenario=str(own))
+    # Without a preset of its own, a map takes scenarios/defaults/doom.toml's values, and the general ones else.
+    defaults = dataclasses.replace(TrainConfig(scenario=str(own)), **own_map_defaults()["train"])
     environment = {"frame_skip", "reward_scale", "clip_rewards",  # filled in from the preset's top level
                    "action_set", "cfg_variables", "normalize_variables",  # or, as here without one, the kind's
                    "env_processes"}  # the kind's: ViZDoom's games in child processes, under the watchdog
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}
-    assert "preset for" not in capsys.readouterr().out  # no [train] table: the defaults stay, nothing to say
+    assert (center.frame_skip, center.reward_scale, center.action_set) == (4, 1.0, "combined")
+    assert "own_line has no preset; the defaults for such maps (defaults/doom.toml): " in capsys.readouterr().out
     basic = resolve_new_run({})
     assert (basic.frame_size, basic.envs_per_worker, basic.rollout, basic.gamma) == (42, 8, 10, 0.9)  # basic.toml
 

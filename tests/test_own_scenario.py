@@ -18,9 +18,10 @@ from doom_a3c.environment import EnvSpec, observation_dtype
 from doom_a3c.evaluation import load_agent, play
 from doom_a3c.gradients import process_gradients
 from doom_a3c.learning import GlobalLearner, GradientStep, learning_targets
-from doom_a3c.network import LSTMState, build_actor_critic, normalized_variables_tensor
+from doom_a3c.network import LSTMState, build_actor_critic, normalized_variables_tensor, return_scale_tensor
 from doom_a3c.resolve import resolve_new_run, resolve_resumed_run, upgrade_saved_config
 from doom_a3c.rollout import Rollout
+from doom_a3c.scenarios import own_map_defaults
 from doom_a3c.training import train_from_flags
 
 DECAY = norm.MOMENTS_DECAY
@@ -46,6 +47,25 @@ def test_small_returns_are_never_scaled_up():
     moments = moments + norm.moments_update(moments, norm.return_targets(np.array([0.0, 0.1, 0.2])))
     assert norm.return_scale(moments) == 1.0
     np.testing.assert_array_equal(norm.normalized_advantages(np.array([0.5, -0.5]), moments), [0.5, -0.5])
+
+
+def test_a_lower_floor_scales_a_small_sparse_return_up_and_the_network_agrees(tmp_path):
+    """--return-scale-floor 0.01 (a map with no preset): returns spanning 0.1 are divided by 0.1, not by 1; the
+    network's value output uses the same S."""
+    moments = np.zeros(3) + norm.moments_update(np.zeros(3), norm.return_targets(np.linspace(0.0, 0.1, 21)))
+    assert norm.return_scale(moments, floor=0.01) == pytest.approx(0.09)  # 95th 0.095 - 5th 0.005
+    assert norm.return_scale(moments, floor=1.0) == 1.0
+    assert norm.return_scale(np.zeros(3), floor=0.01) == 1.0  # nothing seen yet
+    np.testing.assert_allclose(norm.normalized_advantages(np.array([0.009, -0.018]), moments, floor=0.01),
+                               [0.1, -0.2])
+    flat = norm.moments_update(np.zeros(3), norm.return_targets(np.zeros(10)))  # no reward yet: S = 0
+    assert norm.return_scale(flat, floor=0.01) == 0.01
+    for floor in (0.01, 1.0):
+        scale = return_scale_tensor(tf.constant(moments, tf.float32), floor)
+        assert float(scale) == pytest.approx(norm.return_scale(moments, floor), rel=1e-5)
+    config = tiny_config(tmp_path, game_variables=[], normalize_variables=False, return_scale_floor=0.01)
+    net = build_actor_critic(config, 3, SHAPE, "floor")
+    assert net.return_scale_floor == 0.01
 
 
 def test_returns_at_two_scales_give_the_same_normalised_advantages():
@@ -253,10 +273,15 @@ def test_no_preset_runs_a_shipped_map_as_a_copy_under_another_name(tmp_path):
     shipped = resolve_new_run({"scenario": "defend_the_center", "preset": False, "model_dir": str(tmp_path / "m")})
     differ = {f.name for f in dataclasses.fields(TrainConfig) if getattr(own, f.name) != getattr(shipped, f.name)}
     assert differ == {"scenario", "scenario_path", "preset"}
-    defaults = TrainConfig()
-    assert shipped.frame_skip == 4 and shipped.reward_scale == 0.01 and shipped.crop == [0.0] * 4
-    assert shipped.rollout == defaults.rollout and shipped.learning_rate == defaults.learning_rate
-    assert shipped.actions == [["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]] and shipped.action_set == "buttons"
+    # Both take scenarios/defaults/doom.toml's values, the ones for a map nobody tuned.
+    defaults = own_map_defaults()["train"]
+    assert shipped.frame_skip == defaults["frame_skip"] and shipped.reward_scale == defaults["reward_scale"]
+    assert shipped.rollout == defaults["rollout"] and shipped.learning_rate == defaults["learning_rate"]
+    assert shipped.normalize_returns and shipped.crop == [0.0] * 4
+    assert shipped.action_set == defaults["action_set"] == "combined" and shipped.policy_heads == defaults["policy_heads"]
+    assert shipped.actions == combined_actions(["TURN_LEFT", "TURN_RIGHT", "ATTACK"]) and len(shipped.actions) == 6
+    assert resolve_new_run({"scenario": "defend_the_center", "preset": False, "action_set": "buttons",
+                            "policy_heads": "flat"}).actions == [["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]]
     assert shipped.game_variables == [["AMMO2", 1.0], ["HEALTH", 1.0]] and shipped.reward_shaping == []
     assert shipped.cfg_variables and shipped.normalize_variables
     with_preset = resolve_new_run({"scenario": "defend_the_center"})
