@@ -193,7 +193,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         buttons, cfg_variables = _doom_cfg_lists(cfg_path)
         action_set, actions = _doom_actions(config, preset, buttons)
         action_heads = _doom_action_heads(config, action_set, actions, buttons)
-        if not actions:
+        if not any(actions):  # none, or only combined_actions' wait: nothing to press
             raise ConfigError(f"{cfg_path} makes no buttons available: list them in its available_buttons "
                               f"(e.g. available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK }})")
         unknown = sorted({b for combo in actions for b in combo} - set(buttons))

@@ -6,9 +6,10 @@ import shutil
 import numpy as np
 import pytest
 
+from doom_a3c.action_sets import combined_actions
 from doom_a3c.config import ConfigError, TrainConfig, build_parser, given_values
 from doom_a3c.resolve import resolve_new_run, resolve_resumed_run
-from doom_a3c.scenarios import find_doom_scenario, shipped_scenario_names, shipped_scenarios_dir
+from doom_a3c.scenarios import find_doom_scenario, own_map_defaults, shipped_scenario_names, shipped_scenarios_dir
 
 
 def strict_json(text):
@@ -225,32 +226,34 @@ def own_scenario(tmp_path, monkeypatch):
 
 
 def test_users_own_cfg_path(own_scenario, tmp_path):
-    """A path to a user's .cfg resolves to that file, without a preset: one action per button."""
+    """A path to a user's .cfg resolves to that file, without a preset: scenarios/defaults/doom.toml's values,
+    its buttons combined (strafe x attack: 6 actions)."""
     name, cfg_path = find_doom_scenario(str(own_scenario / "mylevel.cfg"), str(tmp_path))
     assert name == "mylevel"
     assert cfg_path == str((own_scenario / "mylevel.cfg").resolve())
     config = resolved(str(own_scenario / "mylevel.cfg"), tmp_path)
     assert config.scenario_path == cfg_path
-    assert config.actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]] and config.frame_skip == 4
-    assert config.crop == [0.0, 0.0, 0.0, 0.0]  # no preset: no crop
-    assert config.frame_size == TrainConfig.frame_size  # no preset: basic's [train] table does not apply
+    assert config.actions == combined_actions(["MOVE_LEFT", "MOVE_RIGHT", "ATTACK"]) and len(config.actions) == 6
+    assert config.frame_skip == 4 and config.crop == [0.0, 0.0, 0.0, 0.0]  # no preset: no crop
+    assert (config.frame_size, config.gamma) == (own_map_defaults()["train"]["frame_size"], TrainConfig.gamma)
+    assert config.gamma != resolved("basic", tmp_path).gamma  # basic's [train] table does not apply
 
 
 def test_users_own_cfg_runs_in_vizdoom(own_scenario, tmp_path):
-    """The user's cfg starts a game: 3 actions, 84x84 observations beside the game variable its cfg lists (basic.cfg:
-    AMMO2, unscaled: the network standardises it), a full-size RGB screen."""
+    """The user's cfg starts a game: 6 combined actions, 42x42 observations beside the game variable its cfg lists
+    (basic.cfg: AMMO2, unscaled: the network standardises it), a full-size RGB screen."""
     from doom_a3c.doom_env import DoomEnvironment
 
     config = resolved(str(own_scenario / "mylevel.cfg"), tmp_path)
     assert config.game_variables == [["AMMO2", 1.0]] and config.normalize_variables
     env = DoomEnvironment(config)
     try:
-        assert env.num_actions == 3 and env.action_names == ["MOVE_LEFT", "MOVE_RIGHT", "ATTACK"]
+        assert env.num_actions == 6
         obs = env.reset()
-        assert obs["frame"].shape == (84, 84, 1) and obs["frame"].dtype.name == "uint8"
+        assert obs["frame"].shape == (42, 42, 1) and obs["frame"].dtype.name == "uint8"
         assert list(obs["variables"]) == [50.0]  # basic's pistol starts with 50 bullets
         assert env.screen().shape == (120, 160, 3)
-        result = env.step(0)
+        result = env.step(config.actions.index(["MOVE_LEFT"]))
         assert result.reward == -4.0  # living reward -1 per tic, 4 tics per step
     finally:
         env.close()
@@ -286,11 +289,12 @@ def test_users_bare_wad_gets_a_working_cfg(tmp_path, monkeypatch):
     assert name == "mine" and os.path.exists(cfg_path)
     assert os.path.dirname(cfg_path) == str((tmp_path / "cache").resolve())
     config = resolved(str(tmp_path / "wads" / "mine.wad"), tmp_path)
-    assert os.path.exists(config.scenario_path) and len(config.actions) == 7
+    # 7 buttons (walk, strafe, turn, attack), combined as for any map with no preset: 3 x 3 x 2 x 3 actions.
+    assert os.path.exists(config.scenario_path) and len(config.actions) == 54
     env = DoomEnvironment(config)
     try:
-        assert env.num_actions == 7
-        assert env.reset().shape == (84, 84, 1)
+        assert env.num_actions == 54
+        assert env.reset().shape == (42, 42, 1)
     finally:
         env.close()
 
