@@ -388,7 +388,9 @@ def write_checkpoint(scenario, model_dir, frames, num_actions=None):
     from doom_a3c.network import build_actor_critic
     from doom_a3c.resolve import resolve_new_run
 
+    # One action per button, flat: the action counts the tests below name.
     config = resolve_new_run({"scenario": str(scenario), "lstm_size": 16, "hidden_size": 16, "workers": 1,
+                              "action_set": "buttons", "policy_heads": "flat",
                               "model_dir": str(model_dir), "frames_dir": str(frames)})
     num_actions = num_actions or len(config.actions)
     net = build_actor_critic(config, num_actions, (config.frame_size, config.frame_size, 1), name="global")
