@@ -63,13 +63,15 @@ class TrainConfig:
     frame_size: int = _flag(84, "side in pixels of the square grey frames the network sees, Doom and Atari (the seed's "
                             "84; 42 costs a third of the network's compute per frame)")
     preset: bool = _flag(True, "take the values the scenario's preset (scenarios/NAME.toml) sets; --no-preset runs a "
-                         "shipped scenario exactly as a user's own .cfg: the defaults of its kind, nothing tuned for it "
-                         "(Atari games keep scenarios/atari.toml, the kind's own table)")
+                         "shipped scenario exactly as a user's own .cfg: a ViZDoom map then takes "
+                         "scenarios/defaults/doom.toml, the values for a map nobody tuned (Atari games keep "
+                         "scenarios/atari.toml, the kind's own table)")
     action_set: str | None = _flag(None, "Doom actions: 'preset' (the preset's list, else one action per button), "
                                    "'buttons' (one action per available button), 'combined' (move, turn, strafe and "
                                    "attack at once: one option from each group of the .cfg's buttons, at most "
                                    "64 actions; doom_a3c/action_sets.py)", choices=["preset", "buttons", "combined"],
-                                   shown_default="'preset' when the preset lists actions, else 'buttons'")
+                                   shown_default="'preset' when the preset lists actions, else 'buttons'; "
+                                                 "'combined' for a map with no preset (defaults/doom.toml)")
     policy_heads: str = _flag("flat", "Doom with --action-set combined: 'flat' (one softmax over all the actions) or "
                               "'factorised' (one categorical head per button group, as Sample Factory's Doom "
                               "policies; the same actions, their joint distribution)", choices=list(POLICY_HEADS))
@@ -142,7 +144,8 @@ class TrainConfig:
                                        "implementations do): the policy gradient's size then no longer depends "
                                        "on the reward scale")
     normalize_returns: bool = _flag(False, "scale-free learning (DreamerV3): advantages, value targets and the "
-                                    "critic's output in units of max(--return-scale-floor, S), S a running 5th-95th percentile range of "
+                                    "critic's output in units of max(--return-scale-floor, S), S a running 5th-95th "
+                                    "percentile range of "
                                     "the rollouts' returns shared by all workers and saved in the checkpoint, so that "
                                     "one set of hyperparameters fits a reward of 1 or 1,000 an episode")
     return_scale_floor: float = _flag(1.0, "with --normalize-returns, the least S divides by (in learning-reward "

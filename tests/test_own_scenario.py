@@ -278,7 +278,8 @@ def test_no_preset_runs_a_shipped_map_as_a_copy_under_another_name(tmp_path):
     assert shipped.frame_skip == defaults["frame_skip"] and shipped.reward_scale == defaults["reward_scale"]
     assert shipped.rollout == defaults["rollout"] and shipped.learning_rate == defaults["learning_rate"]
     assert shipped.normalize_returns and shipped.crop == [0.0] * 4
-    assert shipped.action_set == defaults["action_set"] == "combined" and shipped.policy_heads == defaults["policy_heads"]
+    assert shipped.action_set == defaults["action_set"] == "combined"
+    assert shipped.policy_heads == defaults["policy_heads"]
     assert shipped.actions == combined_actions(["TURN_LEFT", "TURN_RIGHT", "ATTACK"]) and len(shipped.actions) == 6
     assert resolve_new_run({"scenario": "defend_the_center", "preset": False, "action_set": "buttons",
                             "policy_heads": "flat"}).actions == [["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]]
