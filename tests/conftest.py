@@ -12,3 +12,15 @@ if REPO_ROOT not in sys.path:
 def pytest_configure(config):
     # Registered here (not in a pytest.ini) only to silence the unknown-marker warning: nothing is deselected.
     config.addinivalue_line("markers", "slow: real train.py/play.py subprocess runs (still part of the default run)")
+
+
+def first_observation_and_policy(agent):
+    """A fresh game's first observation and the agent's policy on it, from a reset state: what an exported
+    policy must reproduce."""
+    env = agent.make_env()
+    try:
+        observation = env.reset()
+    finally:
+        env.close()
+    agent.reset()
+    return observation, agent.policy(observation).probabilities

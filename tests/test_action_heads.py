@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, first_observation_and_policy
 from doom_a3c.action_sets import COMBINATION, NO_BUTTON, combined_action_heads, combined_actions, head_option_matrix
 from doom_a3c.build import build_global, build_network
 from doom_a3c.checkpoint import read_checkpoint, restore
@@ -182,13 +182,7 @@ def test_a_factorised_run_trains_plays_and_exports(tmp_path, monkeypatch):
     agent = load_agent(str(model))
     exported = export_policy(agent, str(tmp_path / "export"))
     assert json.loads(open(exported.metadata).read())["action_heads"] == saved["action_heads"]
-    env = agent.make_env()
-    try:
-        observation = env.reset()
-    finally:
-        env.close()
-    agent.reset()
-    expected = agent.policy(observation).probabilities
+    observation, expected = first_observation_and_policy(agent)
     state = np.zeros((1, agent.net.state_size), np.float32)
     loaded = tf.saved_model.load(exported.saved_model)  # kept: its step needs the loaded variables alive
     out = loaded.step(observation=observation[None], state_h=state, state_c=state,

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -49,8 +50,8 @@ def test_the_installed_package_is_the_one_imported_and_carries_its_data(venv, tm
     assert proc.returncode == 0, proc.stderr[-3000:]
     package, presets, leash = proc.stdout.split()
     assert package.startswith(str(venv)) and presets.startswith(str(venv)) and presets.endswith("doom_a3c/presets")
-    assert sorted(os.listdir(presets)) == sorted(n for n in os.listdir(os.path.join(REPO_ROOT, "scenarios"))
-                                                 if n.endswith(".toml"))
+    tomls = lambda folder: sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*.toml"))  # noqa: E731
+    assert tomls(presets) == tomls(os.path.join(REPO_ROOT, "scenarios"))  # defaults/doom.toml too
     assert os.access(leash, os.X_OK)  # ViZDoom runs it as its engine binary
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import first_observation_and_policy
 from doom_a3c import normalization as norm
 from doom_a3c.action_sets import MAX_COMBINED_ACTIONS, combined_actions
 from doom_a3c.build import build_global
@@ -357,13 +358,7 @@ def test_a_no_preset_run_saves_every_derived_value_and_plays_it(tmp_path, monkey
 
     exported = export_policy(agent, str(tmp_path / "export"))
     loaded = tf.saved_model.load(exported.saved_model)
-    env = agent.make_env()
-    try:
-        observation = env.reset()
-    finally:
-        env.close()
-    agent.reset()
-    expected_probabilities = agent.policy(observation).probabilities
+    observation, expected_probabilities = first_observation_and_policy(agent)
     state = np.zeros((1, agent.net.state_size), np.float32)
     out = loaded.step(observation=observation["frame"][None], game_variables=observation["variables"][None],
                       state_h=state, state_c=state, episode_start=np.ones([1], np.float32))
