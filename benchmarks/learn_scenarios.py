@@ -125,6 +125,14 @@ def preset_target(scenario: str, cache_dir: str = "models") -> float | None:
     return None if target is None else float(target)
 
 
+def has_preset(scenario: str, cache_dir: str = "models") -> bool:
+    """Whether train.py finds a preset for the scenario: a user's own map has none, and then runs on
+    scenarios/defaults/doom.toml, as a shipped map does with --no-preset (the summary groups them so)."""
+    from doom_a3c.scenarios import load_preset, scenario_name
+
+    return bool(load_preset(scenario_name(scenario, cache_dir)))
+
+
 def scenario_label(scenario: str) -> str:
     """The name a scenario goes by in the tables and run folders: a shipped name as given, a file by its stem
     (`maze` for path/to/maze.cfg)."""
@@ -284,8 +292,8 @@ def write_table(runs: list[ScenarioRun], out: str, minutes: float) -> None:
                              "yes" if run.preset else "no", run.source])
     presets = {run.preset for run in runs}
     settings = ("the preset's settings" if presets == {True} else
-                "`--no-preset`: the defaults alone" if presets == {False} else
-                "with the preset, or `--no-preset` where the preset column says no")
+                "no preset: scenarios/defaults/doom.toml, a user's map or `--no-preset`" if presets == {False} else
+                "with the preset, or scenarios/defaults/doom.toml where the preset column says no")
     lines = [f"Each run: {minutes:g} minutes of `python train.py --scenario NAME --seed S` ({settings}); "
              f"scores are the game's own, mean of the last 100 episodes.", "",
              "| scenario | seed | env steps | final mean-100 | best mean-100 | random policy | target | "
@@ -401,11 +409,11 @@ def main() -> int:
     unknown = sorted((set(targets) | set(random_scores)) - set(labels))
     if unknown:
         parser.error(f"--target/--random-policy name no scenario of this suite: {unknown} (names: {labels})")
-    preset = not args.no_preset
     cache_dir = os.path.join(out, "cfg")
     runs: list[ScenarioRun] = []
     stopped: TrainerStopped | None = None
     for scenario, label in zip(scenarios, labels):
+        preset = not args.no_preset and has_preset(scenario, cache_dir)
         target = targets[label] if label in targets else preset_target(scenario, cache_dir)
         baseline = random_scores.get(label)
         if baseline is None and args.random_episodes > 0:
@@ -416,7 +424,7 @@ def main() -> int:
             command = [sys.executable, os.path.join(ROOT, "train.py"), "--scenario", scenario, "--seed", str(seed),
                        "--max-minutes", str(args.minutes), "--model-dir", run_dir, "--frames-dir",
                        os.path.join(run_dir, "frames"), "--log-every-seconds", "60",
-                       *([] if preset else ["--no-preset"]), *extra]
+                       *(["--no-preset"] if args.no_preset else []), *extra]
             print("$", " ".join(command), flush=True)
             try:
                 run_trainer_checked(command)

@@ -2,6 +2,7 @@
 import csv
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -265,6 +266,11 @@ def test_scenario_suite_of_a_users_own_map_without_preset_records_it_and_combine
     cfg.write_text("doom_scenario_path = maze.wad\n")
     assert script.scenario_label(str(cfg)) == "maze" and script.scenario_label("defend_the_center") == "defend_the_center"
     assert script.run_folder("maze", 2, preset=False) == "maze-no-preset-seed2"
+    # A user's own map has no preset even without --no-preset: its runs are labelled and summarised as such.
+    import vizdoom
+
+    shutil.copy(os.path.join(vizdoom.scenarios_path, "basic.wad"), cfg.parent / "maze.wad")
+    assert not script.has_preset(str(cfg), str(tmp_path / "cache")) and script.has_preset("defend_the_center")
     assert script.run_folder("basic.wad", 0, preset=True) == "basic.wad-seed0"  # as older suites named them
     assert script.parse_assignments(["maze=0.9", "arena=-1.5e1"], "--target") == {"maze": 0.9, "arena": -15.0}
     for bad in ("maze", "=3", "maze=high"):
@@ -279,7 +285,7 @@ def test_scenario_suite_of_a_users_own_map_without_preset_records_it_and_combine
     row = next(csv.DictReader(open(suite / "results.csv")))
     assert (row["preset"], row["source"], row["random_policy"], row["target"]) == ("no", str(cfg), "", "")
     table = (suite / "results.md").read_text()
-    assert "`--no-preset`: the defaults alone" in table and "| maze | 0 | 1,500 | 5.00 | 5.00 |  |  | no target | 2 | no |" in table
+    assert "no preset: scenarios/defaults/doom.toml" in table and "| maze | 0 | 1,500 | 5.00 | 5.00 |  |  | no target | 2 | no |" in table
     combined = script.combined_runs([str(suite)])
     assert [(r.scenario, r.preset, r.source, r.random_policy) for r in combined] == [("maze", False, str(cfg), None)]
     assert combined[0].final_mean100 == pytest.approx(5.0)
