@@ -73,7 +73,11 @@ def preset_path(name: str) -> Path:
 def own_map_defaults() -> dict:
     """What a ViZDoom map with no preset of its own runs (`scenarios/defaults/doom.toml`): a folder of its
     own, so that no scenario's name (ViZDoom ships a doom.cfg) can be taken for it."""
-    with open(PRESETS_DIR / "defaults" / "doom.toml", "rb") as handle:
+    return _read_toml(PRESETS_DIR / "defaults" / "doom.toml")
+
+
+def _read_toml(path: Path) -> dict:
+    with open(path, "rb") as handle:
         return tomllib.load(handle)
 
 
@@ -84,8 +88,7 @@ def load_preset(name: str, _seen: tuple[str, ...] = ()) -> dict:
     path = preset_path(name)
     if not path.exists():
         return {}
-    with open(path, "rb") as handle:
-        preset = tomllib.load(handle)
+    preset = _read_toml(path)
     base_name = preset.pop("based_on", None)
     if base_name is None:
         return preset
