@@ -112,6 +112,7 @@ def test_an_old_format_checkpoint_loads_with_a_warning(tmp_path, presets, capsys
     assert config.is_resolved() and config.frame_skip == 4 and config.reward_scale == 0.01
     assert config.actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]] and config.lstm and not config.clip_rewards
     assert config.target_reward is None
+    assert config.env_module == "" and config.color is False  # issue 34's fields, as the fixture was trained
 
     net = build_network(config, EnvSpec(saved.num_actions, (20, 20, 1), 4 / 35, []), "global")
     restore(tf.train.Checkpoint(model=net), f"{FIXTURE}/last.ckpt", partial=True)
