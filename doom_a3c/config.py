@@ -267,7 +267,7 @@ class TrainConfig:
         """True once the scenario's values are filled in (resolve.py): nothing left to look up."""
         return (self.env_kind in ENV_KINDS and bool(self.scenario_path) and bool(self.actions)
                 and all(getattr(self, name) is not None for name in ("frame_skip", "reward_scale", "clip_rewards",
-                                                                 "env_processes", "color")))
+                                                                 "env_processes")))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -512,7 +512,8 @@ def make_gym_environment(config: TrainConfig, seed: int) -> GymEnvironment:
     """The environment a resolved config's gymnasium id names, its --env-module imported first (a game process
     or Ray worker may not have imported it yet)."""
     import_env_module(config.env_module)
-    return _build(config.env_kind, config.scenario_path, seed, config)
+    kind = config.env_kind if config.env_kind in ("atari", "image", "vector") else gym_kind(config.scenario_path)
+    return _build(kind, config.scenario_path, seed, config)
 
 
 class GymFacts(NamedTuple):
