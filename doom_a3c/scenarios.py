@@ -184,7 +184,8 @@ def find_doom_scenario(value: str, cache_dir: str) -> tuple[str, str]:
     if name not in valid:
         raise ConfigError(f"unknown scenario {value!r}; valid: {', '.join(valid)} "
                           f"(or a path to your own .cfg or .wad, an Atari id such as ALE/Pong-v5, or a "
-                          f"gymnasium id with discrete actions such as CartPole-v1)")
+                          f"gymnasium id with discrete actions such as CartPole-v1 or VizdoomBasic-v1; your own "
+                          f"after --env-module MODULE)")
     return name, os.path.join(shipped_scenarios_dir(), f"{name}.cfg")
 
 
