@@ -4,7 +4,6 @@ points; ViZDoom's own gymnasium ids train and play, and leave no engine behind a
 what the network cannot take is one line."""
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -17,7 +16,7 @@ from conftest import REPO_ROOT, first_observation_and_policy
 from doom_a3c.cli import play_main, train_main
 from doom_a3c.config import ConfigError
 from doom_a3c.gym_envs import ImageEnvironment, image_layout, import_env_module
-from test_faults import engines_under, running, wait_for
+from test_faults import clean_up, engines_under, running, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -145,25 +144,19 @@ def test_vizdoom_gymnasium_id_trains_and_plays_without_env_module(tmp_path):
 def test_no_engine_of_a_vizdoom_gymnasium_id_outlives_a_trainer_killed_with_kill_9(tmp_path):
     """gymnasium's ViZDoom env starts its engine itself, which outlives a killed Python (checked by hand); ours
     start it through engine_leash.sh (gym_envs._leash_vizdoom_engine)."""
-    with open(tmp_path / "train.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"),
-                                 *train_args(tmp_path, "VizdoomBasic-v1", "--frame-skip", 4, "--max-minutes", 3,
-                                             "--env-processes", 0)],
-                                cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log, errors = open(tmp_path / "train.log", "w"), open(tmp_path / "stderr.log", "w")
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"),
+                             *train_args(tmp_path, "VizdoomBasic-v1", "--frame-skip", 4, "--max-minutes", 3,
+                                         "--env-processes", 0)],
+                            cwd=REPO_ROOT, stdout=log, stderr=errors, start_new_session=True)
+    proc.log, proc.errors = log, errors  # what test_faults.clean_up closes
     engines: list[int] = []
     try:
         started = wait_for(lambda: len(engines_under(proc.pid)) >= 2, seconds=120)
-        assert started, (tmp_path / "train.log").read_text()[-3000:]
+        assert started, (tmp_path / "stderr.log").read_text()[-3000:]
         engines = engines_under(proc.pid)
         proc.kill()
         proc.wait(timeout=30)
         assert wait_for(lambda: not any(running(p) for p in engines), seconds=10), engines
     finally:
-        for pid in engines:
-            if running(pid):
-                os.kill(pid, signal.SIGKILL)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=30)
+        clean_up(proc, engines)
