@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-TRAIN_DESCRIPTION = """Train an A3C agent on any of three kinds of environment: `--scenario basic.wad` (ViZDoom),
-`--scenario ALE/Pong-v5` (Atari, any ALE id) or `--scenario CartPole-v1` (gymnasium, vector observations)."""
+TRAIN_DESCRIPTION = """Train an A3C agent on any of four kinds of environment: `--scenario basic.wad` (ViZDoom),
+`--scenario ALE/Pong-v5` (Atari, any ALE id), `--scenario VizdoomBasic-v1` (gymnasium, image observations; your own
+after `--env-module MODULE`) or `--scenario CartPole-v1` (gymnasium, vector observations)."""
 PLAY_DESCRIPTION = """Watch a trained agent: `--model models/last.ckpt --out /tmp/result` (videos and
 results.json), or export its acting step: `--model models/last.ckpt --export DIR` (a TensorFlow SavedModel,
 and a TFLite file where the conversion works)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MIN_FRAME_SIZE = 20  # conv 8x8/4 then 4x4/2 leave a 1x1 map
-ENV_KINDS = ("doom", "atari", "vector")
+ENV_KINDS = ("doom", "atari", "image", "vector")
 POLICY_HEADS = ("flat", "factorised")
 
 
@@ -49,10 +49,16 @@ class TrainConfig:
     # --- environment ---
     scenario: str = _flag("basic.wad", "what to learn, one of three kinds: a ViZDoom scenario (basic, basic.wad, "
                           "basic.cfg, or a path to your own .cfg/.wad); an Atari game by its ALE id (ALE/Pong-v5, "
-                          "any ALE id); a gymnasium env with a vector observation and discrete actions "
+                          "any ALE id); a gymnasium env with discrete actions that observes an image or a Dict of one "
+                          "image and vectors (VizdoomBasic-v1, or one --env-module registers), or a vector "
                           "(CartPole-v1, Acrobot-v1)")
+    env_module: str = _flag("", "a Python module to import before looking --scenario up in gymnasium's registry: the "
+                            "one that registers your own env (import it as `python -c 'import MODULE'` would from "
+                            "this folder); saved, so play.py and --resume import it again (ViZDoom's Vizdoom* ids "
+                            "need none)")
     frame_skip: int | None = _flag(None, "game frames per agent step (default: the preset's; Doom 4 tics, Atari 4 "
-                                   "frames max-pooled; vector envs 1)")
+                                   "frames max-pooled; image envs 1: the env's own frame skip alone, N > 1 repeats "
+                                   "each action N times more; vector envs 1)")
     reward_scale: float | None = _flag(None, "multiply game rewards by this for learning (default: the preset's; "
                                        "Doom 0.01, Atari and gymnasium envs 1)")
     clip_rewards: bool | None = _flag(None, "clip learning rewards to [-1, 1] (seed 002) after scaling (default: "
@@ -62,6 +68,8 @@ class TrainConfig:
                                    "--frame-size grey frames")
     frame_size: int = _flag(84, "side in pixels of the square grey frames the network sees, Doom and Atari (the seed's "
                             "84; 42 costs a third of the network's compute per frame)")
+    color: bool | None = _flag(None, "the network sees RGB frames (3 channels) instead of grey ones: ViZDoom "
+                               "scenarios and image envs", shown_default="the preset's, else off")
     preset: bool = _flag(True, "take the values the scenario's preset (scenarios/NAME.toml) sets; --no-preset runs a "
                          "shipped scenario exactly as a user's own .cfg: a ViZDoom map then takes "
                          "scenarios/defaults/doom.toml, the values for a map nobody tuned (Atari games keep "
@@ -78,12 +86,13 @@ class TrainConfig:
     cfg_variables: bool | None = _flag(None, "Doom: when neither the preset nor the config lists game variables, the "
                                        "network sees those the .cfg lists (available_game_variables: HEALTH, "
                                        "AMMO2...)", shown_default="on for a map without a preset, off under one")
-    normalize_variables: bool | None = _flag(None, "Doom: the network sees its game variables standardised by running "
-                                             "means and deviations, shared by all workers and saved in the checkpoint",
-                                             shown_default="on for the .cfg's variables, off for a preset's "
-                                             "hand-scaled ones")
+    normalize_variables: bool | None = _flag(None, "Doom, and image envs with vectors beside the image: the network "
+                                             "sees its game variables standardised by running means and deviations, "
+                                             "shared by all workers and saved in the checkpoint",
+                                             shown_default="on for the .cfg's variables and an image env's vectors, "
+                                             "off for a preset's hand-scaled ones")
     # --- the environment as resolved when the run started (doom_a3c/resolve.py) ---
-    env_kind: str = _resolved("", "doom, atari or vector")
+    env_kind: str = _resolved("", "doom, atari, image or vector")
     scenario_path: str = _resolved("", "Doom: the .cfg the games load (absolute); gymnasium: the env id")
     actions: list = _resolved(None, "each action as the list of buttons it holds down (Doom), or the game's "
                               "action name (gymnasium)")
@@ -96,11 +105,11 @@ class TrainConfig:
     frag_reward: float = _resolved(0.0, "reward per frag (deathmatch maps, whose cfg defines none)")
     game_variables: list = field(default_factory=list, metadata={
         "flag": False, "help": "Doom game variables the network sees beside the pixels, each [name, scale] "
-        "(HEALTH x 0.01...); [] = pixels only"})
+        "(HEALTH x 0.01...), or an image env's Dict vectors, element by element ([\"gamevariables[0]\", 1.0]...); "
+        "[] = pixels only"})
     reward_shaping: list = field(default_factory=list, metadata={
         "flag": False, "help": "Doom learning bonus per change of a game variable, each [name, reward per unit]; "
         "added to the learning reward only, never to the reported score; [] = off"})
-    color: bool = _resolved(False, "Doom: the network sees RGB frames (3 channels) instead of grey ones")
     exploration_reward: float = _resolved(0.0, "Doom learning bonus for each map cell the player first enters in an "
                                           "episode (episodic count-based exploration); never in the reported score; "
                                           "0 = off")

@@ -21,14 +21,17 @@ from typing import Any
 
 from doom_a3c.action_sets import combined_action_heads, combined_actions, head_option_matrix, single_button_actions
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.scenarios import (ATARI, DOOM, VECTOR, environment_kind, find_doom_scenario, load_preset,
+from doom_a3c.scenarios import (ATARI, DOOM, IMAGE, VECTOR, environment_kind, find_doom_scenario, load_preset,
                                 own_map_defaults, preset_path, scenario_name)
 
-KIND_NAMES = {DOOM: "a ViZDoom scenario", ATARI: "an Atari game", VECTOR: "a vector-observation env"}
-# frame skip, reward scale, reward clipping for each kind when the preset does not say
-KIND_DEFAULTS = {DOOM: (4, 0.01, False), ATARI: (4, 1.0, True), VECTOR: (1, 1.0, False)}
+KIND_NAMES = {DOOM: "a ViZDoom scenario", ATARI: "an Atari game", IMAGE: "an image-observation env",
+              VECTOR: "a vector-observation env"}
+# frame skip, reward scale, reward clipping for each kind when the preset does not say (an image env's frame skip
+# of 1 leaves it to the env: gymnasium envs skip frames themselves, if they do)
+KIND_DEFAULTS = {DOOM: (4, 0.01, False), ATARI: (4, 1.0, True), IMAGE: (1, 1.0, False), VECTOR: (1, 1.0, False)}
 NO_CROP = [0.0, 0.0, 0.0, 0.0]
 DOOM_GAME_PROCESSES = 2  # per worker, by default: see "env_processes" in resolve_environment
+GAMES_IN_PROCESSES = (DOOM, IMAGE)  # the kinds whose games run in child processes by default
 
 
 # What configs saved before these fields existed ran: the preset, its actions, no variables of the .cfg's own,
@@ -36,6 +39,15 @@ DOOM_GAME_PROCESSES = 2  # per worker, by default: see "env_processes" in resolv
 FIELDS_BEFORE_ISSUE_33 = {"preset": True, "action_set": "preset", "cfg_variables": False,
                           "normalize_variables": False, "normalize_returns": False, "policy_heads": "flat",
                           "action_heads": []}
+# Issue 34's: no module imported for the scenario; colour only where the config said so.
+FIELDS_BEFORE_ISSUE_34 = {"env_module": "", "color": False}
+
+
+def import_env_module(module: str) -> None:
+    """The module that registers a config's gymnasium id (--env-module), imported before the id is looked up."""
+    from doom_a3c.gym_envs import import_env_module as import_module
+
+    import_module(module)
 
 
 def _preset_name(config: TrainConfig) -> str:
@@ -172,6 +184,7 @@ def check_screen_resolution(name: str) -> None:
 
 def resolve_environment(config: TrainConfig) -> TrainConfig:
     """Fill in every environment value still missing from the scenario and its preset."""
+    import_env_module(config.env_module)
     kind = environment_kind(config.scenario)
     name = _preset_name(config)
     preset = _scenario_preset(config)
@@ -185,7 +198,8 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         # ViZDoom's games run in child processes, where the watchdog can kill a stalled engine (docs/faults.md);
         # as fast as games in this process (docs/benchmarks.md, "Games in child processes").
         "env_processes": config.env_processes if config.env_processes is not None
-        else DOOM_GAME_PROCESSES if kind == DOOM else 0,
+        # An image env is as likely an engine that can stall (ViZDoom's own ids) or hold the GIL (an emulator).
+        else DOOM_GAME_PROCESSES if kind in GAMES_IN_PROCESSES else 0,
     }
     if kind == DOOM:
         _, cfg_path = find_doom_scenario(config.scenario, config.model_dir)
@@ -206,31 +220,41 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                       game_args=config.game_args or str(preset.get("game_args", "")),
                       bots=config.bots or int(preset.get("bots", 0)),
                       frag_reward=config.frag_reward or float(preset.get("frag_reward", 0.0)),
-                      color=config.color or bool(preset.get("color", False)),
+                      color=config.color if config.color is not None else bool(preset.get("color", False)),
                       **_doom_variables(name, config, preset, cfg_variables),
                       reward_shaping=_named_values(name, "reward_shaping",
                                                    config.reward_shaping or preset.get("reward_shaping")),
                       bootstrap_timeout=_preset_bool(name, preset, "bootstrap_timeout", config.bootstrap_timeout),
                       **_exploration(name, config, preset))
     else:
-        from doom_a3c.gym_envs import gym_action_names
-
-        doom_only = [f"--{flag}" for flag, on in (("action-set", config.action_set not in (None, "buttons")),
-                                                   ("cfg-variables", config.cfg_variables),
-                                                   ("policy-heads", config.policy_heads != "flat"),
-                                                   ("normalize-variables", config.normalize_variables)) if on]
-        if doom_only:
-            raise ConfigError(f"{', '.join(doom_only)}: for ViZDoom scenarios only, not {config.scenario}")
-        # Building one game is the only sure check (missing ROM, continuous actions, image obs...).
-        names = gym_action_names(config.scenario, config.frame_size)
-        values.update(scenario_path=config.scenario, actions=config.actions or [[n] for n in names],
-                      crop=config.crop or NO_CROP, action_set="buttons", cfg_variables=False,
-                      normalize_variables=False)
+        values.update(_gym_values(config, kind, values))
     return dataclasses.replace(config, **values)
+
+
+def _gym_values(config: TrainConfig, kind: str, values: dict[str, Any]) -> dict[str, Any]:
+    """A gymnasium id's environment values, from one game built with the values resolved so far: its actions,
+    and an image env's Dict vectors as game variables (standardised, as a .cfg's are, unless told otherwise)."""
+    from doom_a3c.gym_envs import describe_gym_env
+
+    doom_only = {"action-set": config.action_set not in (None, "buttons"), "cfg-variables": config.cfg_variables,
+                 "policy-heads": config.policy_heads != "flat"}
+    pixels_only = {"normalize-variables": config.normalize_variables, "color": config.color}
+    for flags, where in ((doom_only, "ViZDoom scenarios"), (pixels_only, "ViZDoom scenarios and image envs")):
+        given = [f"--{flag}" for flag, on in flags.items() if on]
+        if given and not (flags is pixels_only and kind == IMAGE):
+            raise ConfigError(f"{', '.join(given)}: for {where} only, not {config.scenario}")
+    gym = {"crop": config.crop or NO_CROP, "color": bool(config.color), "action_set": "buttons",
+           "cfg_variables": False}
+    facts = describe_gym_env(dataclasses.replace(config, **values, **gym))
+    variables = [[name, 1.0] for name in facts.variable_names]
+    normalize = config.normalize_variables if config.normalize_variables is not None else True
+    return {**gym, "scenario_path": config.scenario, "actions": config.actions or [[n] for n in facts.action_names],
+            "game_variables": variables, "normalize_variables": bool(normalize and variables)}
 
 
 def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
     """A fresh run's complete config from the flags given on the command line."""
+    import_env_module(given.get("env_module", ""))
     config = TrainConfig(**given)
     name = _preset_name(config)
     kind = environment_kind(config.scenario)
@@ -245,6 +269,7 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
 
 def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -> TrainConfig:
     """The saved config of the run in `where`, with only the flags given now replaced."""
+    import_env_module(given.get("env_module", saved.env_module))
     if "scenario" in given and scenario_name(given["scenario"], saved.model_dir) != scenario_name(
             saved.scenario, saved.model_dir):
         saved_kind, kind = environment_kind(saved.scenario), environment_kind(given["scenario"])
@@ -258,10 +283,11 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
             raise ConfigError(f"{where} was trained on {saved.scenario_path}, not {cfg_path} (another file of the "
                               f"same name); use another --model-dir for a new scenario")
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
-    fixed = [name for name in FIELDS_BEFORE_ISSUE_33 if name in given and given[name] != getattr(saved, name)]
+    fixed = [name for name in (*FIELDS_BEFORE_ISSUE_33, "color")
+             if name in given and given[name] != getattr(saved, name)]
     if fixed:
-        # They chose the games' actions and variables, the network's policy heads and running statistics when the
-        # run began.
+        # They chose the games' actions and variables, the network's input, policy heads and running statistics
+        # when the run began.
         flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
         raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
     return dataclasses.replace(saved, **given).validate()
@@ -280,8 +306,8 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
             data[key] = None
     if data.get("env_processes") is None:  # saved before games had child processes by default: as trained
         data["env_processes"] = 0
-    for key, value in FIELDS_BEFORE_ISSUE_33.items():  # saved before they existed: as trained, not today's defaults
-        data.setdefault(key, value)
+    for key, value in {**FIELDS_BEFORE_ISSUE_33, **FIELDS_BEFORE_ISSUE_34}.items():  # saved before they existed: as
+        data.setdefault(key, value)  # trained, not today's defaults
     target = data.get("target_reward")
     if isinstance(target, float) and not math.isfinite(target):
         data["target_reward"] = None

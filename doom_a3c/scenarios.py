@@ -1,7 +1,8 @@
 """What a `--scenario` value names, and the project's preset for it.
 
-`--scenario` takes three kinds: a ViZDoom scenario (a shipped name or a .cfg/.wad path), an Atari game
-by its ALE id (`ALE/Pong-v5`) and any other gymnasium id with vector observations (`CartPole-v1`).
+`--scenario` takes four kinds: a ViZDoom scenario (a shipped name or a .cfg/.wad path), an Atari game
+by its ALE id (`ALE/Pong-v5`), any other gymnasium id with image observations (`VizdoomBasic-v1`, or an id
+that `--env-module` registers) and one with vector observations (`CartPole-v1`).
 Presets live in `scenarios/<name>.toml` (installed: `doom_a3c/presets/`): environment values (frame skip,
 reward scale, action set, crop, ...) at the top, and a `[train]` table of defaults for any training flag.
 They are read only by doom_a3c/resolve.py, when a run starts.
@@ -29,7 +30,7 @@ def _presets_dir() -> Path:
 
 
 PRESETS_DIR = _presets_dir()
-DOOM, ATARI, VECTOR = "doom", "atari", "vector"
+DOOM, ATARI, IMAGE, VECTOR = "doom", "atari", "image", "vector"
 
 # Used for a bare .wad with no .cfg beside it: the buttons most Doom scenarios need.
 _DEFAULT_WAD_CFG = """\
@@ -102,12 +103,13 @@ def load_preset(name: str, _seen: tuple[str, ...] = ()) -> dict:
 
 
 def environment_kind(value: str) -> str:
-    """DOOM, ATARI or VECTOR for a --scenario value. A gymnasium-shaped id that is not registered
-    (ALE/Pongg-v5) raises ConfigError with gymnasium's nearest names, not the Doom scenario list."""
+    """DOOM, ATARI, IMAGE or VECTOR for a --scenario value (an id of an --env-module's once it is imported). A
+    gymnasium-shaped id that is not registered (ALE/Pongg-v5) raises ConfigError with gymnasium's nearest
+    names, not the Doom scenario list."""
     from doom_a3c.gym_envs import gym_kind, looks_like_gym_id
 
     if looks_like_gym_id(value):
-        return ATARI if gym_kind(value) == "image" else VECTOR
+        return {"atari": ATARI, "image": IMAGE, "vector": VECTOR}[gym_kind(value)]
     return DOOM
 
 
@@ -182,7 +184,8 @@ def find_doom_scenario(value: str, cache_dir: str) -> tuple[str, str]:
     if name not in valid:
         raise ConfigError(f"unknown scenario {value!r}; valid: {', '.join(valid)} "
                           f"(or a path to your own .cfg or .wad, an Atari id such as ALE/Pong-v5, or a "
-                          f"gymnasium id with discrete actions such as CartPole-v1)")
+                          f"gymnasium id with discrete actions such as CartPole-v1 or VizdoomBasic-v1; your own "
+                          f"after --env-module MODULE)")
     return name, os.path.join(shipped_scenarios_dir(), f"{name}.cfg")
 
 

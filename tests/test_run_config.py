@@ -112,6 +112,7 @@ def test_an_old_format_checkpoint_loads_with_a_warning(tmp_path, presets, capsys
     assert config.is_resolved() and config.frame_skip == 4 and config.reward_scale == 0.01
     assert config.actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]] and config.lstm and not config.clip_rewards
     assert config.target_reward is None
+    assert config.env_module == "" and config.color is False  # issue 34's fields, as the fixture was trained
 
     net = build_network(config, EnvSpec(saved.num_actions, (20, 20, 1), 4 / 35, []), "global")
     restore(tf.train.Checkpoint(model=net), f"{FIXTURE}/last.ckpt", partial=True)
@@ -139,7 +140,8 @@ BOOLEAN_FLAGS = [f.name for f in dataclasses.fields(TrainConfig)
 
 def test_every_boolean_is_a_flag_both_ways():
     assert set(BOOLEAN_FLAGS) == {"clip_rewards", "normalize_advantages", "lstm", "separate_networks", "resume",
-                                  "video_tics", "preset", "cfg_variables", "normalize_variables", "normalize_returns"}
+                                  "video_tics", "preset", "cfg_variables", "normalize_variables", "normalize_returns",
+                                  "color"}
     parser = build_parser("test")
     for name in BOOLEAN_FLAGS:
         flag = name.replace("_", "-")
@@ -147,9 +149,10 @@ def test_every_boolean_is_a_flag_both_ways():
         assert given_values(parser.parse_args([f"--no-{flag}"])) == {name: False}
 
 
-# A preset cannot turn itself off; the .cfg's variables are Doom's (tests/test_own_scenario.py sets them both ways).
+# A preset cannot turn itself off; the .cfg's variables are Doom's (tests/test_own_scenario.py sets them both ways);
+# colour is for pixels (tests/test_image_envs.py).
 @pytest.mark.parametrize("name", [n for n in BOOLEAN_FLAGS
-                                  if n not in ("resume", "preset", "cfg_variables", "normalize_variables")])
+                                  if n not in ("resume", "preset", "cfg_variables", "normalize_variables", "color")])
 @pytest.mark.parametrize("preset_value", [True, False])
 def test_a_flag_turns_a_preset_boolean_either_way(presets, name, preset_value):
     """CartPole's preset sets the boolean; the command line's opposite wins, and without it the preset's holds."""
