@@ -366,6 +366,33 @@ def test_summary_over_seeds_and_scenarios_by_hand(tmp_path):
     assert "fewer than 3 seeds in a" in summary["aggregates"][1]["note"]
 
 
+# ---- benchmarks/atari_time.py ------------------------------------------------------------------------------------
+@pytest.mark.timeout(120)
+def test_atari_time_splits_pongs_agent_steps_into_their_parts_with_the_atari_defaults(tmp_path, monkeypatch):
+    """Two timed rollouts of the config train.py resolves for Pong (4 games x 20 steps, frame skip 4): 160 agent
+    steps, every part took time, the shares add up to 1, and the ceiling doubles on two cores, x4 in frames."""
+    import json
+
+    pytest.importorskip("ale_py")
+    monkeypatch.setattr(sys, "argv", ["atari_time.py", "--game", "Pong", "--rollouts", "2", "--warmup-rollouts", "1",
+                                      "--out", str(tmp_path)])
+    assert load_script("atari_time").main() == 0
+    report = json.loads((tmp_path / "atari_time.json").read_text())
+    assert report["game"] == "ALE/Pong-v5" and report["train"] is None
+    assert {k: report["config"][k] for k in ("envs_per_worker", "rollout", "frame_skip")} == \
+        {"envs_per_worker": 4, "rollout": 20, "frame_skip": 4}
+    assert report["agent_steps"] == 160
+    parts = report["cpu_ms_per_agent_step"]
+    assert list(parts) == ["emulator", "preprocessing", "forward pass", "learning", "other"]
+    assert all(report["wall_ms_per_agent_step"][part] > 0 for part in parts)
+    assert parts["emulator"] > 0 and parts["forward pass"] > 0 and parts["learning"] > 0
+    assert sum(report["shares"].values()) == pytest.approx(1.0)
+    one, two = report["ceiling"]["1"], report["ceiling"]["2"]
+    assert one["env_steps_per_s"] == pytest.approx(1000 / report["total_cpu_ms"])
+    assert two["env_steps_per_s"] == pytest.approx(2 * one["env_steps_per_s"])
+    assert two["frames_per_s"] == pytest.approx(4 * two["env_steps_per_s"])
+
+
 # ---- benchmarks/shrink_gif.py -------------------------------------------------------------------------------------
 def test_shrink_gif_keeps_every_nth_frame_of_the_first_seconds_at_game_speed(tmp_path, monkeypatch):
     """30 frames of 100 ms (3 s of play); keep 2 s, one frame in 2: 10 frames of 200 ms, the same pictures."""
