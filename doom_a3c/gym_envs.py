@@ -119,7 +119,19 @@ def _check_discrete_actions(env_id: str, action_space: spaces.Space) -> None:
                           f"take; supported: {SUPPORTED_KINDS}")
 
 
-class AtariEnvironment:
+class _SeededOnce:
+    """A gymnasium env seeded at its first reset only: seeding every reset would replay the same game."""
+
+    _env: gym.Env
+
+    def reseed(self, seed: int) -> None:
+        """The next reset() seeds the gymnasium env with `seed`; the resets after it go on from there."""
+        self._seed = seed
+        self._env.action_space.seed(seed)
+        self._seeded = False
+
+
+class AtariEnvironment(_SeededOnce):
     """An Atari game with the standard DeepMind preprocessing, built from gymnasium's own wrappers.
 
     * The ALE env is made with frameskip=1 and `gymnasium.wrappers.AtariPreprocessing` does the rest:
@@ -169,9 +181,7 @@ class AtariEnvironment:
         self.num_actions = len(self.action_names)
         self.life_loss_terminal = life_loss_terminal
         self.fires_on_reset = self.action_names[:2] == ["NOOP", "FIRE"] and self.num_actions >= 3
-        self._seed = seed
-        self._env.action_space.seed(seed)
-        self._seeded = False
+        self.reseed(seed)
         self._lives = 0
         self._carried_reward = 0.0  # rewards of FIRE presses, reported with the next step
 
@@ -225,7 +235,7 @@ class AtariEnvironment:
         self._env.close()
 
 
-class VectorEnvironment:
+class VectorEnvironment(_SeededOnce):
     """A gymnasium env with a 1-D Box observation (as float32) and a Discrete action space, e.g. CartPole-v1.
 
     The env's own time limit (CartPole-v1: 500 steps) ends the game without a terminal state: game_over and
@@ -252,13 +262,13 @@ class VectorEnvironment:
             self._env.close()
             raise
         self.observation_shape: tuple[int, ...] = tuple(observation_space.shape)
+        # The env's own bounds, for the gymnasium env that doom_a3c.make_env returns (float32, as observed here).
+        self.observation_bounds = (observation_space.low.astype(np.float32), observation_space.high.astype(np.float32))
         self.num_actions = int(self._env.action_space.n)
         self.action_names: list[str] = [f"ACTION_{i}" for i in range(self.num_actions)]
         self.seconds_per_step = 1.0 / float(self._env.metadata.get("render_fps") or 30)
         self._first_action = int(self._env.action_space.start)  # Discrete(n, start=k) counts from k
-        self._seed = seed
-        self._env.action_space.seed(seed)
-        self._seeded = False
+        self.reseed(seed)
 
     def reset(self) -> np.ndarray:
         seed = None if self._seeded else self._seed

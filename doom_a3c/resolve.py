@@ -243,6 +243,21 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
     return resolve_environment(config)
 
 
+def given_fields(config: TrainConfig) -> dict[str, Any]:
+    """The flag fields of a TrainConfig made in Python that differ from the defaults: they count as given,
+    the others are left to the preset, as on the command line."""
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)
+            if f.metadata.get("flag", True) and getattr(config, f.name) != f.default}
+
+
+def resolve_python_config(config: TrainConfig) -> TrainConfig:
+    """A TrainConfig made in Python, completed as `train` completes it: its values that differ from the defaults
+    count as given, the scenario's preset fills in the rest (ConfigError for a bad value)."""
+    given = given_fields(config)
+    TrainConfig(**given).validate()
+    return resolve_new_run(given)
+
+
 def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -> TrainConfig:
     """The saved config of the run in `where`, with only the flags given now replaced."""
     if "scenario" in given and scenario_name(given["scenario"], saved.model_dir) != scenario_name(
