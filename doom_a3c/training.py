@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.resolve import given_fields, resolve_new_run, resolve_resumed_run, upgrade_saved_config
-from doom_a3c.run_files import CONFIG_FILE, LAST, CheckpointError, ensure_writable_dir
+from doom_a3c.run_files import BEST, BEST_DIR, CONFIG_FILE, EVAL_CSV, LAST, CheckpointError, ensure_writable_dir
 
 if TYPE_CHECKING:
     from doom_a3c.checkpoint import SavedRun
@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 # TensorFlow (checkpoint, coordinator, the backends) is imported only once the flags are known to be good: a bad
 # flag is one line on stderr within a second, not after TF's import.
 
-RUN_FILES = ("checkpoint", CONFIG_FILE, "progress.csv", "learning_curve.png", "tensorboard")
+RUN_FILES = ("checkpoint", CONFIG_FILE, "progress.csv", "learning_curve.png", "tensorboard", EVAL_CSV, BEST_DIR)
 
 
 def archive_previous_run(model_dir: str) -> str | None:
     """A fresh run never overwrites an old one: move its files into models/archive/<time>/."""
-    names = [n for n in os.listdir(model_dir) if n in RUN_FILES or n.startswith(("ckpt-", LAST))]
+    names = [n for n in os.listdir(model_dir) if n in RUN_FILES or n.startswith(("ckpt-", LAST, BEST))]
     if not names:
         return None
     target = os.path.join(model_dir, "archive", time.strftime("%Y%m%d-%H%M%S"))
