@@ -78,8 +78,6 @@ class Coordinator:
                 self.evaluator = Evaluator(config, backend.spec, self.run.counters)
                 self.best = BestCheckpoint(config.model_dir, self.evaluator.net, config, backend.spec.num_actions)
             except BaseException:
-                if self.evaluator is not None:
-                    self.evaluator.close()
                 backend.close()
                 raise
         self.log = RunLog(config.model_dir, config, resumed_episodes=episodes if resumed else None)

@@ -6,7 +6,7 @@ loads a snapshot of the global weights into it and plays with it, then hands its
 waits until the coordinator has handled it. The copy therefore still holds exactly the evaluated weights when the
 coordinator saves it as best.ckpt, whatever the global network has learnt since.
 
-The games are built as training's (make_env_batch: ViZDoom's in child processes under the --game-timeout
+The games, built at the first evaluation, are made as training's (make_env_batch: ViZDoom's in child processes under the --game-timeout
 watchdog, a crashed game restarted), seeded apart from training's and play.py's. A restarted game's unfinished
 episode is dropped and the game plays another. `abort` (Ctrl-C, SIGTERM, a failed run) ends an evaluation within
 a step, or within the watchdog's poll when a game does not answer.
@@ -104,14 +104,10 @@ class Evaluator:
         self._finish = threading.Event()  # the run ended: one last evaluation of the final weights, then stop
         self._handled = threading.Event()
         self._results: queue.Queue[EvalResult | BaseException] = queue.Queue()
-        games = min(config.eval_episodes, config.envs_per_worker)
-        seeds = [config.seed + EVAL_SEED_OFFSET + game for game in range(games)]
-        self.games = make_env_batch(config, seeds, stop=self.abort)
-        try:
-            self.policy = LocalCopy(build_network(config, spec, "evaluation"), config, len(self.games))
-        except BaseException:
-            self.games.close()
-            raise
+        self._seeds = [config.seed + EVAL_SEED_OFFSET + game for game in range(min(config.eval_episodes,
+                                                                                  config.envs_per_worker))]
+        self.games: GameBatch | None = None  # built by the first evaluation: no idle engines before it
+        self.policy = LocalCopy(build_network(config, spec, "evaluation"), config, len(self._seeds))
         self.net = self.policy.net
         self._rng = np.random.default_rng(config.seed + EVAL_SEED_OFFSET)
         self._thread: threading.Thread | None = None
@@ -146,6 +142,8 @@ class Evaluator:
         env_steps, updates = self.counters.env_steps, self.counters.updates
         wall_seconds = self._wall_seconds()
         self.policy.load(self._weights())
+        if self.games is None:
+            self.games = make_env_batch(self.config, self._seeds, stop=self.abort)
         scores, restarts = play_episodes(self.games, self.policy, self.config.eval_episodes, self.config.eval_greedy,
                                          self._rng, self.abort)
         self._handled.clear()
@@ -173,5 +171,6 @@ class Evaluator:
         self.abort.set()
         if self._thread is not None:
             self._thread.join(timeout=JOIN_SECONDS)
-        close_games_within(self.games.close, "the evaluation games")
+        if self.games is not None:
+            close_games_within(self.games.close, "the evaluation games")
 
