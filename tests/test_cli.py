@@ -171,6 +171,8 @@ def test_tensorboard_events(trained):
         for event in tf.compat.v1.train.summary_iterator(path):
             tags.update(value.tag for value in event.summary.value)
     assert {"Perf/Reward", "Perf/Length", "Perf/Steps per second", "Losses/Value Loss"} <= tags
+    # The evaluation at the run's end (evaluation during training is on by default)
+    assert {"Eval/Mean Reward", "Eval/Std Reward", "Eval/Min Reward", "Eval/Max Reward", "Eval/Best Mean Reward"} <= tags
 
 
 def test_training_gifs_are_full_resolution_rgb(trained):
