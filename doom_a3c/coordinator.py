@@ -175,7 +175,7 @@ class Coordinator:
         if self.evaluator is None:
             return
         if self.run.errors or self.interrupted:
-            self.evaluator.abort.set()
+            self.evaluator.stop_now()
         else:
             self.evaluator.finish()
         deadline = time.monotonic() + FINAL_EVALUATION_SECONDS
@@ -277,7 +277,7 @@ class Coordinator:
             self.stop_reason = f"stopped by {signal.Signals(signum).name}"
             self.interrupted = True
             if self.evaluator is not None:
-                self.evaluator.abort.set()  # an evaluation under way ends too: the run stops within seconds
+                self.evaluator.stop_now()  # an evaluation under way ends too: the run stops within seconds
             self.run.stop.set()
 
         if threading.current_thread() is threading.main_thread():

@@ -163,12 +163,17 @@ class Evaluator:
         """The run ended normally: after the evaluation under way, one more of the final weights."""
         self._finish.set()
 
+    def stop_now(self) -> None:
+        """Ctrl-C, SIGTERM, a failed run: end an evaluation under way and wake the thread from its wait."""
+        self.abort.set()
+        self._finish.set()  # the thread checks `abort` first once awake: no final evaluation
+
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
     def close(self) -> None:
         """Abort whatever runs and close the games (bounded, as training's)."""
-        self.abort.set()
+        self.stop_now()
         if self._thread is not None:
             self._thread.join(timeout=JOIN_SECONDS)
         if self.games is not None:

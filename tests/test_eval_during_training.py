@@ -72,6 +72,21 @@ def test_each_game_plays_its_share_and_a_crashed_episode_is_played_again():
     assert sorted(scores) == [2.0, 2.0, 3.0, 3.0, 3.0, 5.0, 5.0] and restarts == ["RuntimeError: engine died"]
 
 
+def test_a_stop_wakes_an_idle_evaluator_at_once(tmp_path):
+    """Regression: SIGTERM during the 5 minutes between evaluations left the thread asleep, and the run waited."""
+    from doom_a3c.periodic_evaluation import Evaluator
+    from doom_a3c.run_state import Counters
+
+    config = TrainConfig(scenario="CartPole-v1", model_dir=str(tmp_path), env_kind="vector", lstm=False,
+                         hidden_size=8, eval_every_minutes=5.0)
+    evaluator = Evaluator(config, EnvSpec(2, (4,), 0.02, ["A", "B"]), Counters())
+    evaluator.start(list, float)
+    started = time.monotonic()
+    evaluator.stop_now()
+    evaluator.close()
+    assert not evaluator.running() and time.monotonic() - started < 2.0 and evaluator.results() == []
+
+
 def test_an_aborted_evaluation_stops():
     abort = threading.Event()
     abort.set()
