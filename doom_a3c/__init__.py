@@ -3,15 +3,17 @@
     from doom_a3c import TrainConfig, train, load_agent
     summary = train(TrainConfig(scenario="basic.wad", max_minutes=2))
     agent = load_agent(summary.checkpoint)
+    env = agent.make_env()  # a gymnasium.Env of the game as trained; doom_a3c.make_env(config) for any config
 
 TensorFlow is imported on first use, quietly, through `doom_a3c.quiet_import` (TF 2.21 writes oneDNN and
 CPU-feature notices to stderr while it loads, and a user error must stay one line on stderr). The API's names
 are imported on first use too, so `--help` and a bad flag answer without TF's import.
 """
 
-__all__ = ["TrainConfig", "TrainSummary", "train", "Agent", "load_agent", "export_policy"]
+__all__ = ["TrainConfig", "TrainSummary", "train", "Agent", "load_agent", "export_policy", "make_env"]
 _API = {"TrainConfig": "doom_a3c.config", "TrainSummary": "doom_a3c.training", "train": "doom_a3c.training",
-        "Agent": "doom_a3c.evaluation", "load_agent": "doom_a3c.evaluation", "export_policy": "doom_a3c.export"}
+        "Agent": "doom_a3c.evaluation", "load_agent": "doom_a3c.evaluation", "export_policy": "doom_a3c.export",
+        "make_env": "doom_a3c.gym_adapter"}
 
 
 def __getattr__(name: str):

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.quiet_import import tf
-from doom_a3c.run_files import CONFIG_FILE, LAST, CheckpointError, atomic_write_text
+from doom_a3c.run_files import BEST, BEST_DIR, CONFIG_FILE, LAST, CheckpointError, atomic_write_text
 
 
 class SavedRun(NamedTuple):
@@ -67,20 +67,72 @@ def publish_alias(prefix: str, alias_prefix: str) -> None:
 
 
 class Checkpointer:
-    def __init__(self, model_dir: str, checkpoint: tf.train.Checkpoint, counters: RunCounters, keep: int = 3):
+    """Numbered checkpoints `ckpt-<env steps>` in `numbered_dir` (model_dir by default), the newest published as
+    `model_dir/alias`. The run's last.ckpt also refreshes config.json."""
+
+    def __init__(self, model_dir: str, checkpoint: tf.train.Checkpoint, counters: RunCounters, keep: int = 3,
+                 alias: str = LAST, numbered_dir: str | None = None):
         self.model_dir = model_dir
         self.checkpoint = checkpoint
         self.counters = counters
-        self.manager = tf.train.CheckpointManager(checkpoint, model_dir, max_to_keep=max(1, keep), checkpoint_name="ckpt")
+        self.alias = alias
+        self.manager = tf.train.CheckpointManager(checkpoint, numbered_dir or model_dir, max_to_keep=max(1, keep),
+                                                  checkpoint_name="ckpt")
 
     def save(self) -> str:
         path = self.manager.save(checkpoint_number=int(self.counters.env_steps.numpy()))
-        publish_alias(path, os.path.join(self.model_dir, LAST))
-        atomic_write_text(os.path.join(self.model_dir, CONFIG_FILE), self.counters.config_json.numpy().decode() + "\n")
+        publish_alias(path, os.path.join(self.model_dir, self.alias))
+        if self.alias == LAST:
+            atomic_write_text(os.path.join(self.model_dir, CONFIG_FILE),
+                              self.counters.config_json.numpy().decode() + "\n")
         return path
 
     def latest(self) -> str | None:
         return self.manager.latest_checkpoint
+
+
+class EvaluationScore(tf.Module):
+    """What best.ckpt holds besides a run's checkpoint: the mean score of the evaluation that made it."""
+
+    def __init__(self):
+        super().__init__(name="evaluation")
+        self.mean = tf.Variable(float("-inf"), dtype=tf.float64, trainable=False)
+
+
+EVALUATION_MEAN_KEY = "evaluation/mean/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+class BestCheckpoint:
+    """`best.ckpt`: the network of the best evaluation so far, with the run's counters and config when it was
+    evaluated, written as last.ckpt is (numbered checkpoints in `best/`, published under one name, never
+    half-written). load_agent, play.py and --export take it as they take last.ckpt; it holds no optimizer state
+    (--resume continues from last.ckpt)."""
+
+    def __init__(self, model_dir: str, net: tf.Module, config: TrainConfig, num_actions: int):
+        self.counters = RunCounters(config, num_actions)
+        self.score = EvaluationScore()
+        checkpoint = tf.train.Checkpoint(model=net, run=self.counters, evaluation=self.score)
+        self.checkpointer = Checkpointer(model_dir, checkpoint, self.counters, keep=1, alias=BEST,
+                                         numbered_dir=os.path.join(model_dir, BEST_DIR))
+
+    def save(self, mean: float, env_steps: int, updates: int, episodes: int, wall_seconds: float) -> str:
+        """Save the network as it is now (the evaluated weights) as the best, with its evaluation's mean."""
+        for variable, value in ((self.counters.env_steps, env_steps), (self.counters.updates, updates),
+                                (self.counters.episodes, episodes), (self.counters.wall_seconds, wall_seconds),
+                                (self.score.mean, mean)):
+            variable.assign(value)
+        return self.checkpointer.save()
+
+
+def best_evaluation_mean(model_dir: str) -> float | None:
+    """The mean score best.ckpt in `model_dir` was saved with; None without a readable one."""
+    prefix = os.path.join(model_dir, BEST)
+    if not os.path.exists(prefix + ".index"):
+        return None
+    try:
+        return float(tf.train.load_checkpoint(prefix).get_tensor(EVALUATION_MEAN_KEY))
+    except (tf.errors.OpError, ValueError, KeyError):
+        return None
 
 
 def resolve_prefix(path: str) -> str:

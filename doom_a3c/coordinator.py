@@ -11,14 +11,19 @@ import time
 from collections import deque
 from typing import Protocol
 
-from doom_a3c.config import TrainConfig
+import numpy as np
+
+from doom_a3c.checkpoint import BestCheckpoint, best_evaluation_mean
+from doom_a3c.config import TrainConfig, one_line
 from doom_a3c.environment import EnvSpec
+from doom_a3c.periodic_evaluation import Evaluator, improves
 from doom_a3c.recording import write_video
-from doom_a3c.run_files import LAST
+from doom_a3c.run_files import BEST, EVAL_CSV, LAST
 from doom_a3c.run_state import RunState
-from doom_a3c.summaries import RunLog
+from doom_a3c.summaries import RunLog, append_evaluation
 
 POLL_SECONDS = 0.2
+FINAL_EVALUATION_SECONDS = 600.0  # bound on the evaluation at the end of a run (its games' watchdog acts first)
 PLOT_EVERY_SECONDS = 30.0
 RESTART_WINDOW_SECONDS = 60.0  # --max-game-restarts counts the restarts within this long
 
@@ -44,6 +49,9 @@ class Backend(Protocol):
 
     def learning_rate(self) -> float: ...
 
+    def global_weights(self) -> list[np.ndarray]:
+        """A copy of the global network's trainable variables (the threaded modes: what evaluation plays)."""
+
     def close(self) -> None: ...
 
 
@@ -60,6 +68,18 @@ class Coordinator:
         self.game_restarts = 0
         self._silent_workers: set[int] = set()  # warned about: their games have not answered for --game-timeout
         self._recent_restarts: deque[float] = deque()  # when, within the last RESTART_WINDOW_SECONDS
+        self.interrupted = False  # by Ctrl-C or SIGTERM: no evaluation at the end
+        self.evaluator: Evaluator | None = None
+        self.best: BestCheckpoint | None = None
+        # A resumed run keeps the best evaluation best.ckpt holds: only a better one replaces it.
+        self.best_mean = best_evaluation_mean(config.model_dir) if resumed else None
+        if config.evaluate:
+            try:  # here, in the main thread: Keras builds the evaluator's network
+                self.evaluator = Evaluator(config, backend.spec, self.run.counters)
+                self.best = BestCheckpoint(config.model_dir, self.evaluator.net, config, backend.spec.num_actions)
+            except BaseException:
+                backend.close()
+                raise
         self.log = RunLog(config.model_dir, config, resumed_episodes=episodes if resumed else None)
 
     def wall_seconds(self) -> float:
@@ -78,9 +98,12 @@ class Coordinator:
               flush=True)
         try:
             self.backend.start()
+            if self.evaluator is not None:
+                self.evaluator.start(self.backend.global_weights, self.wall_seconds)
             while not self.backend.wait(POLL_SECONDS):
                 now = time.time()
                 self._log_episodes()
+                self._handle_evaluations()
                 self._log_restarts(now)
                 self._check_heartbeats()
                 if now - last_log >= cfg.log_every_seconds:
@@ -101,6 +124,7 @@ class Coordinator:
             self._log_episodes()
             self._log_restarts(time.time())
             self.save()
+            self._finish_evaluation()
             self.log.plot_curve()
             self.log.close()
             self.backend.close()
@@ -117,6 +141,52 @@ class Coordinator:
         # The CSV must hold every episode the checkpoint counts, or a crash right after would leave a gap.
         self.log.flush()
         return self.backend.save(self.episodes, self.wall_seconds())
+
+    def _handle_evaluations(self) -> None:
+        """Each finished evaluation: a row of eval.csv, Eval/* scalars, best.ckpt when it beats the best so far
+        (saved from the evaluator's network, which holds the evaluated weights until `handled`)."""
+        if self.evaluator is None:
+            return
+        for result in self.evaluator.results():
+            if isinstance(result, BaseException):
+                print(f"warning: evaluation during training stopped ({one_line(result)}); training goes on",
+                      file=sys.stderr, flush=True)
+                continue
+            row = result.row()
+            append_evaluation(os.path.join(self.config.model_dir, EVAL_CSV), row)
+            better = improves(row["mean"], self.best_mean)
+            if better:
+                self.best.save(row["mean"], result.env_steps, result.updates, self.episodes, result.wall_seconds)
+                self.best_mean = row["mean"]
+            self.evaluator.handled()
+            self.log.scalars(result.env_steps, {"Eval/Mean Reward": row["mean"], "Eval/Std Reward": row["std"],
+                                                "Eval/Min Reward": row["min"], "Eval/Max Reward": row["max"],
+                                                "Eval/Best Mean Reward": self.best_mean})
+            if result.restarts:
+                print(f"warning: {len(result.restarts)} evaluation game(s) failed and were restarted, their episodes "
+                      f"played again (the last: {result.restarts[-1]})", file=sys.stderr, flush=True)
+            print(f"[{result.wall_seconds / 60:6.1f} min] evaluation at {result.env_steps:,} steps: mean "
+                  f"{row['mean']:.1f} +- {row['std']:.1f} over {row['episodes']} episodes"
+                  + (f"; best so far, saved as {self.config.model_dir}/{BEST}" if better else ""), flush=True)
+
+    def _finish_evaluation(self) -> None:
+        """A run that ended on its budget or target: the evaluation under way, then one of the final weights
+        (after Ctrl-C, SIGTERM or an error: none). Then the evaluator's games close."""
+        if self.evaluator is None:
+            return
+        if self.run.errors or self.interrupted:
+            self.evaluator.stop_now()
+        else:
+            self.evaluator.finish()
+        deadline = time.monotonic() + FINAL_EVALUATION_SECONDS
+        while self.evaluator.running() and time.monotonic() < deadline:
+            self._handle_evaluations()
+            time.sleep(POLL_SECONDS)
+        if self.evaluator.running():
+            print(f"warning: the final evaluation did not end within {FINAL_EVALUATION_SECONDS:g} s; abandoned",
+                  file=sys.stderr, flush=True)
+        self.evaluator.close()
+        self._handle_evaluations()
 
     def _check_stop(self, now: float) -> None:
         cfg, log = self.config, self.log
@@ -205,6 +275,9 @@ class Coordinator:
     def _install_signal_handlers(self) -> None:
         def stop(signum, _frame):
             self.stop_reason = f"stopped by {signal.Signals(signum).name}"
+            self.interrupted = True
+            if self.evaluator is not None:
+                self.evaluator.stop_now()  # an evaluation under way ends too: the run stops within seconds
             self.run.stop.set()
 
         if threading.current_thread() is threading.main_thread():

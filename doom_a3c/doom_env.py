@@ -181,6 +181,10 @@ class DoomEnvironment:
                 bonus += self._exploration_reward
         return bonus
 
+    def reseed(self, seed: int) -> None:
+        """ViZDoom's RNG draws each episode's start from this seed from the next new_episode() on."""
+        self._game.set_seed(seed % (2**31))
+
     def reset(self) -> np.ndarray:
         self._game.new_episode()
         for _ in range(self._bots):

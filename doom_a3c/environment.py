@@ -49,6 +49,9 @@ class Environment(Protocol):
 
     def reset(self) -> np.ndarray: ...
 
+    def reseed(self, seed: int) -> None:
+        """The next reset() starts the game's sequence of episodes from `seed`, as if built with it."""
+
     def step(self, action: int) -> Step: ...
 
     def screen(self) -> np.ndarray:

@@ -14,7 +14,8 @@ from doom_a3c.build import build_network
 from doom_a3c.checkpoint import read_checkpoint, resolve_prefix, restore
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.env_batch import make_environment
-from doom_a3c.environment import Environment, EnvSpec, network_inputs, spec_of
+from doom_a3c.environment import EnvSpec, network_inputs, spec_of
+from doom_a3c.gym_adapter import GameEnv, record_observation
 from doom_a3c.network import ActorCritic
 from doom_a3c.quiet_import import tf
 from doom_a3c.recording import VIDEO_FORMATS, write_video
@@ -32,8 +33,9 @@ class PolicyOutput(NamedTuple):
 class Agent:
     """A checkpoint's network acting in one game at a time; it keeps the LSTM state itself.
 
-    `reset()` at the start of each episode (and where Step.done ends a life, as in training); `act(observation)`
-    returns the action index for the observation `make_env()`'s games return.
+    `act(observation, info)` returns the action for an observation of `make_env()`'s gymnasium env; given the
+    env's `info`, it forgets its LSTM state where training did (an episode start, an Atari life loss). Without
+    `info`, call `reset()` at the start of each episode.
     """
 
     def __init__(self, net: ActorCritic, config: TrainConfig, spec: EnvSpec, prefix: str, trained_env_steps: int,
@@ -53,18 +55,18 @@ class Agent:
     def num_actions(self) -> int:
         return self.spec.num_actions
 
-    def make_env(self, seed: int | None = None) -> Environment:
-        """A game exactly as the checkpoint was trained on (frame skip, preprocessing, action set, game
-        variables); seeded with `seed`, by default the agent's seed + 10,000."""
-        return make_environment(self.config, seed=self.seed + PLAY_SEED_OFFSET if seed is None else seed)
+    def make_env(self, seed: int | None = None, render_mode: str | None = "rgb_array") -> GameEnv:
+        """A gymnasium env of the game exactly as the checkpoint was trained on (frame skip, preprocessing, action
+        set, game variables); seeded with `seed`, by default the agent's seed + 10,000."""
+        return GameEnv(self.config, self.seed + PLAY_SEED_OFFSET if seed is None else seed, render_mode)
 
     def reset(self) -> None:
         """Forget the LSTM state: the next observation starts an episode."""
         self._state, self._starts = self.net.initial_state(1), tf.ones([1])
 
-    def policy(self, observation: np.ndarray) -> PolicyOutput:
+    def policy(self, observation: np.ndarray | dict[str, np.ndarray]) -> PolicyOutput:
         """One network step on `observation` (as the env returns it, no batch axis); advances the LSTM state."""
-        out = self._step(network_inputs(np.asarray(observation)[None]), self._state, self._starts)
+        out = self._step(network_inputs(record_observation(observation)[None]), self._state, self._starts)
         self._state, self._starts = out.state, tf.zeros([1])
         return PolicyOutput(tf.nn.softmax(out.logits[0]).numpy().astype(np.float64), float(out.values[0]))
 
@@ -74,8 +76,11 @@ class Agent:
             return int(np.argmax(probabilities))
         return int(self._rng.choice(len(probabilities), p=probabilities / probabilities.sum()))
 
-    def act(self, observation: np.ndarray) -> int:
-        """The action for `observation`: the most likely one if greedy, else sampled from the policy."""
+    def act(self, observation: np.ndarray | dict[str, np.ndarray], info: dict | None = None) -> int:
+        """The action for `observation`: the most likely one if greedy, else sampled from the policy. With the
+        env's `info`, the LSTM state is first reset where training reset it (a new episode, a lost life)."""
+        if info and (info.get("episode_start") or info.get("life_lost")):
+            self.reset()
         return self.choose(self.policy(observation).probabilities)
 
 
@@ -105,35 +110,31 @@ class EpisodeSummary(NamedTuple):
     frames: int  # video frames: every game tic for ViZDoom, one per step otherwise
 
 
-def play_episode(agent: Agent, env: Environment) -> tuple[float, int, list[np.ndarray]]:
+def play_episode(agent: Agent, env: GameEnv) -> tuple[float, int, list[np.ndarray]]:
     """One whole game: (reward, steps, the screens a person sees). ViZDoom games show every tic. An Atari life
-    loss resets the LSTM, as in training, and the game goes on."""
-    tic_by_tic = hasattr(env, "record_tics")  # ViZDoom: a frame per tic, not per frame_skip tics
+    loss resets the LSTM (the agent reads it in `info`), as in training, and the game goes on."""
+    tic_by_tic = hasattr(env.game, "record_tics")  # ViZDoom: a frame per tic, not per frame_skip tics
     if tic_by_tic:
-        env.record_tics = True
-    observation = env.reset()
-    agent.reset()
-    frames = [env.screen().copy()]
+        env.game.record_tics = True
+    observation, info = env.reset()
+    frames = [env.render()]
     total, length, game_over = 0.0, 0, False
     while not game_over:
-        result = env.step(agent.act(observation))
-        total, length, game_over = total + result.reward, length + 1, result.game_over
+        observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
+        total, length, game_over = total + reward, length + 1, terminated or truncated
         if tic_by_tic:
-            frames.extend(env.tic_screens)
+            frames.extend(env.game.tic_screens)
         elif not game_over:
-            frames.append(env.screen().copy())
-        if result.done:
-            agent.reset()
-        observation = result.observation
+            frames.append(env.render())
     return total, length, frames
 
 
-def seconds_per_frame(env: Environment) -> float:
-    if hasattr(env, "record_tics"):
+def seconds_per_frame(env: GameEnv) -> float:
+    if hasattr(env.game, "record_tics"):
         from doom_a3c.doom_env import DOOM_TICS_PER_SECOND
 
         return 1.0 / DOOM_TICS_PER_SECOND
-    return env.seconds_per_step
+    return env.game.seconds_per_step
 
 
 def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: int = 0,

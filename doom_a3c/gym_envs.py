@@ -200,7 +200,19 @@ def _leash_vizdoom_engine(env: gym.Env) -> None:
         leash_engine(game, vizdoom)
 
 
-class AtariEnvironment:
+class _SeededOnce:
+    """A gymnasium env seeded at its first reset only: seeding every reset would replay the same game."""
+
+    _env: gym.Env
+
+    def reseed(self, seed: int) -> None:
+        """The next reset() seeds the gymnasium env with `seed`; the resets after it go on from there."""
+        self._seed = seed
+        self._env.action_space.seed(seed)
+        self._seeded = False
+
+
+class AtariEnvironment(_SeededOnce):
     """An Atari game with the standard DeepMind preprocessing, built from gymnasium's own wrappers.
 
     * The ALE env is made with frameskip=1 and `gymnasium.wrappers.AtariPreprocessing` does the rest:
@@ -250,9 +262,7 @@ class AtariEnvironment:
         self.num_actions = len(self.action_names)
         self.life_loss_terminal = life_loss_terminal
         self.fires_on_reset = self.action_names[:2] == ["NOOP", "FIRE"] and self.num_actions >= 3
-        self._seed = seed
-        self._env.action_space.seed(seed)
-        self._seeded = False
+        self.reseed(seed)
         self._lives = 0
         self._carried_reward = 0.0  # rewards of FIRE presses, reported with the next step
 
@@ -306,7 +316,7 @@ class AtariEnvironment:
         self._env.close()
 
 
-class _GymGame:
+class _GymGame(_SeededOnce):
     """What the non-Atari kinds share: one gymnasium env with a Discrete action space, seeded on its first
     reset only (seeding every reset would replay the same game), each action repeated `frame_skip` times (1:
     the env's own frame skip alone), its rewards summed. The env's own time limit ends the game without a
@@ -336,9 +346,7 @@ class _GymGame:
         self.seconds_per_step = frame_skip / frames_per_second  # GIFs play at the game's speed
         self._frame_skip = frame_skip
         self._first_action = int(self._env.action_space.start)  # Discrete(n, start=k) counts from k
-        self._seed = seed
-        self._env.action_space.seed(seed)
-        self._seeded = False
+        self.reseed(seed)
 
     def _observe(self, observation: Any) -> np.ndarray:
         """The env's observation as the network takes it."""
@@ -384,6 +392,8 @@ class VectorEnvironment(_GymGame):
             self._env.close()
             raise
         self.observation_shape = tuple(observation_space.shape)
+        # The env's own bounds, for the gymnasium env that doom_a3c.make_env returns (float32, as observed here).
+        self.observation_bounds = (observation_space.low.astype(np.float32), observation_space.high.astype(np.float32))
 
     def _observe(self, observation: Any) -> np.ndarray:
         return np.asarray(observation, dtype=np.float32)

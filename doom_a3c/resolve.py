@@ -50,6 +50,10 @@ def import_env_module(module: str) -> None:
     import_module(module)
 
 
+# Saved before evaluation during training existed: such a run had none (it resumes without unless --evaluate).
+FIELDS_BEFORE_ISSUE_35 = {"evaluate": False}
+
+
 def _preset_name(config: TrainConfig) -> str:
     return scenario_name(config.scenario, config.model_dir)
 
@@ -264,7 +268,35 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
         print(f"{source}: "
               + ", ".join(f"{k}={v}" for k, v in from_preset.items()), flush=True)
     config = dataclasses.replace(config, **from_preset).validate()
-    return resolve_environment(config)
+    return resolve_environment(evaluation_for_mode(config, given))
+
+
+def evaluation_for_mode(config: TrainConfig, given: dict[str, Any]) -> TrainConfig:
+    """Evaluation during training runs in the trainer's process, beside its threads (A3C, GA3C); with
+    --distributed ray it is off, and asking for it is a ConfigError."""
+    if config.distributed != "ray" or not config.evaluate:
+        return config
+    if given.get("evaluate"):
+        raise ConfigError("--evaluate: evaluation during training is not available with --distributed ray yet; "
+                          "train with threads (the default) or give --no-evaluate")
+    print("note: no evaluation during training with --distributed ray (eval.csv and best.ckpt are not written)",
+          flush=True)
+    return dataclasses.replace(config, evaluate=False)
+
+
+def given_fields(config: TrainConfig) -> dict[str, Any]:
+    """The flag fields of a TrainConfig made in Python that differ from the defaults: they count as given,
+    the others are left to the preset, as on the command line."""
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)
+            if f.metadata.get("flag", True) and getattr(config, f.name) != f.default}
+
+
+def resolve_python_config(config: TrainConfig) -> TrainConfig:
+    """A TrainConfig made in Python, completed as `train` completes it: its values that differ from the defaults
+    count as given, the scenario's preset fills in the rest (ConfigError for a bad value)."""
+    given = given_fields(config)
+    TrainConfig(**given).validate()
+    return resolve_new_run(given)
 
 
 def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -> TrainConfig:
@@ -290,7 +322,7 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
         # when the run began.
         flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
         raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
-    return dataclasses.replace(saved, **given).validate()
+    return evaluation_for_mode(dataclasses.replace(saved, **given).validate(), given)
 
 
 def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
@@ -306,8 +338,8 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
             data[key] = None
     if data.get("env_processes") is None:  # saved before games had child processes by default: as trained
         data["env_processes"] = 0
-    for key, value in {**FIELDS_BEFORE_ISSUE_33, **FIELDS_BEFORE_ISSUE_34}.items():  # saved before they existed: as
-        data.setdefault(key, value)  # trained, not today's defaults
+    for key, value in {**FIELDS_BEFORE_ISSUE_33, **FIELDS_BEFORE_ISSUE_34, **FIELDS_BEFORE_ISSUE_35}.items():
+        data.setdefault(key, value)  # saved before they existed: as trained, not today's defaults
     target = data.get("target_reward")
     if isinstance(target, float) and not math.isfinite(target):
         data["target_reward"] = None

@@ -7,6 +7,9 @@ import os
 from pathlib import Path
 
 LAST = "last.ckpt"
+BEST = "best.ckpt"  # the best evaluation's weights (periodic_evaluation.py)
+BEST_DIR = "best"  # the numbered checkpoints behind best.ckpt, with their own `checkpoint` state file
+EVAL_CSV = "eval.csv"
 CONFIG_FILE = "config.json"
 
 

@@ -16,6 +16,21 @@ from doom_a3c.run_files import atomic_write_text
 CSV_FIELDS = ["wall_s", "env_steps", "episode", "worker", "reward", "length"]
 
 
+EVAL_FIELDS = ["wall_s", "env_steps", "episodes", "mean", "std", "min", "max"]
+
+
+def append_evaluation(path: str, row: dict[str, float]) -> None:
+    """One evaluation's row of eval.csv (EVAL_FIELDS), on disk when this returns; the header once, in a new or
+    empty file (a resumed run appends to its own)."""
+    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    with open(path, "a", newline="") as handle:
+        if new:
+            handle.write(",".join(EVAL_FIELDS) + "\n")
+        handle.write(",".join(_format(row[k]) for k in EVAL_FIELDS) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def read_progress(path: str) -> list[dict[str, float]]:
     if not os.path.exists(path):
         return []

@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Protocol
+from typing import Callable, Protocol
+
+import numpy as np
 
 from doom_a3c.build import ThreadRun
 
@@ -56,13 +58,20 @@ class ThreadBackend:
     def learning_rate(self) -> float:
         return self.parts.learner.learning_rate
 
+    def global_weights(self) -> list[np.ndarray]:
+        """A copy of the global network's trainable variables, in order."""
+        return self.parts.learner.weights()
+
     def close(self) -> None:
-        """Close every body's games, in a thread of its own: a game of this process whose engine stalled can
-        block its close for ever (ViZDoom joins the engine's thread), and the run must still end."""
-        closing = threading.Thread(target=lambda: [body.close() for body in self.bodies], name="close_games",
-                                   daemon=True)
-        closing.start()
-        closing.join(timeout=CLOSE_TIMEOUT_S)
-        if closing.is_alive():
-            print(f"warning: the games did not close within {CLOSE_TIMEOUT_S:g} s (a stalled engine?); their engines "
-                  f"end with this process", file=sys.stderr, flush=True)
+        close_games_within(lambda: [body.close() for body in self.bodies], "the games")
+
+
+def close_games_within(close: Callable[[], object], what: str, seconds: float = CLOSE_TIMEOUT_S) -> None:
+    """Run `close` in a thread of its own, for at most `seconds`: a game of this process whose engine stalled can
+    block its close for ever (ViZDoom joins the engine's thread), and the run must still end."""
+    closing = threading.Thread(target=close, name="close_games", daemon=True)
+    closing.start()
+    closing.join(timeout=seconds)
+    if closing.is_alive():
+        print(f"warning: {what} did not close within {seconds:g} s (a stalled engine?); their engines end with this "
+              f"process", file=sys.stderr, flush=True)

@@ -2,7 +2,6 @@
 the coordinator. The three modes are siblings chosen here; none imports another."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import sys
@@ -10,8 +9,8 @@ import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.resolve import resolve_new_run, resolve_resumed_run, upgrade_saved_config
-from doom_a3c.run_files import CONFIG_FILE, LAST, CheckpointError, ensure_writable_dir
+from doom_a3c.resolve import given_fields, resolve_new_run, resolve_resumed_run, upgrade_saved_config
+from doom_a3c.run_files import BEST, BEST_DIR, CONFIG_FILE, EVAL_CSV, LAST, CheckpointError, ensure_writable_dir
 
 if TYPE_CHECKING:
     from doom_a3c.checkpoint import SavedRun
@@ -20,12 +19,12 @@ if TYPE_CHECKING:
 # TensorFlow (checkpoint, coordinator, the backends) is imported only once the flags are known to be good: a bad
 # flag is one line on stderr within a second, not after TF's import.
 
-RUN_FILES = ("checkpoint", CONFIG_FILE, "progress.csv", "learning_curve.png", "tensorboard")
+RUN_FILES = ("checkpoint", CONFIG_FILE, "progress.csv", "learning_curve.png", "tensorboard", EVAL_CSV, BEST_DIR)
 
 
 def archive_previous_run(model_dir: str) -> str | None:
     """A fresh run never overwrites an old one: move its files into models/archive/<time>/."""
-    names = [n for n in os.listdir(model_dir) if n in RUN_FILES or n.startswith(("ckpt-", LAST))]
+    names = [n for n in os.listdir(model_dir) if n in RUN_FILES or n.startswith(("ckpt-", LAST, BEST))]
     if not names:
         return None
     target = os.path.join(model_dir, "archive", time.strftime("%Y%m%d-%H%M%S"))
@@ -104,13 +103,6 @@ def train_from_flags(given: dict[str, Any]) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return coordinator.run_until_done()
-
-
-def given_fields(config: TrainConfig) -> dict[str, Any]:
-    """The flag fields of a TrainConfig made in Python that differ from the defaults: they count as given,
-    the others are left to the preset, as on the command line."""
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)
-            if f.metadata.get("flag", True) and getattr(config, f.name) != f.default}
 
 
 def train(config: TrainConfig) -> TrainSummary:

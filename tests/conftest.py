@@ -19,7 +19,7 @@ def first_observation_and_policy(agent):
     policy must reproduce."""
     env = agent.make_env()
     try:
-        observation = env.reset()
+        observation, _ = env.reset()
     finally:
         env.close()
     agent.reset()

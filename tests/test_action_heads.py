@@ -99,7 +99,7 @@ def test_without_a_which_head_the_joint_entropy_is_the_sum_of_the_heads():
 
 # ---- the config: resolved, saved, loaded ----------------------------------------------------------------------
 TINY = {"frame_size": 20, "hidden_size": 16, "lstm_size": 8, "workers": 1, "envs_per_worker": 2, "env_threads": 1,
-        "gif_every": 0, "log_every_seconds": 60.0}
+        "gif_every": 0, "log_every_seconds": 60.0, "evaluate": False}
 
 
 def factorised_config(tmp_path, scenario="deadly_corridor"):

@@ -56,7 +56,7 @@ def test_agent_resets_its_state_and_greedy_is_deterministic(readme_run):
     agent = load_agent(str(folder / "models" / "last.ckpt"), greedy=True, seed=3)
     env = agent.make_env(seed=7)
     try:
-        observations = [env.reset()] + [env.step(a % 3).observation for a in range(5)]
+        observations = [env.reset()[0]] + [env.step(a % 3)[0] for a in range(5)]
     finally:
         env.close()
     first = [agent.policy(o).probabilities for o in observations]
@@ -105,15 +105,15 @@ def test_exported_saved_model_matches_the_checkpoint_without_doom_a3c(readme_run
     env = agent.make_env(seed=11)
     observations, starts = [], []
     try:
-        observation, starting = env.reset(), True
+        observation, starting = env.reset()[0], True
         for t in range(50):
             if t == 20:  # an episode start inside the sequence, whether or not the game ended on its own
-                observation, starting = env.reset(), True
+                observation, starting = env.reset()[0], True
             observations.append(observation)
             starts.append(1.0 if starting else 0.0)
-            result = env.step(t % 3)
-            starting = result.game_over
-            observation = env.reset() if result.game_over else result.observation
+            observation, _, terminated, truncated, _ = env.step(t % 3)
+            starting = terminated or truncated
+            observation = env.reset()[0] if starting else observation
     finally:
         env.close()
     expected = []

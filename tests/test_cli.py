@@ -171,6 +171,8 @@ def test_tensorboard_events(trained):
         for event in tf.compat.v1.train.summary_iterator(path):
             tags.update(value.tag for value in event.summary.value)
     assert {"Perf/Reward", "Perf/Length", "Perf/Steps per second", "Losses/Value Loss"} <= tags
+    # The evaluation at the run's end (evaluation during training is on by default)
+    assert {"Eval/Mean Reward", "Eval/Std Reward", "Eval/Min Reward", "Eval/Max Reward", "Eval/Best Mean Reward"} <= tags
 
 
 def test_training_gifs_are_full_resolution_rgb(trained):
@@ -435,7 +437,7 @@ def start_training(model_dir, frames_dir, *extra):
     env = dict(os.environ)
     return subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "basic.wad",
                              "--model-dir", str(model_dir), "--frames-dir", str(frames_dir), "--max-minutes", "5",
-                             "--gif-every", "0", "--log-every-seconds", "1", *map(str, extra)],
+                             "--gif-every", "0", "--log-every-seconds", "1", "--no-evaluate", *map(str, extra)],
                             cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -514,7 +516,8 @@ def test_kill_9_then_resume(tmp_path):
     # (its engines end with it, test_faults.py), it could hold a pipe open, and the test cleans it up.
     proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "basic.wad",
                              "--model-dir", str(model_dir), "--frames-dir", str(tmp_path / "frames"),
-                             "--max-minutes", "5", "--gif-every", "0", "--save-every-minutes", "0.02"],
+                             "--max-minutes", "5", "--gif-every", "0", "--save-every-minutes", "0.02",
+                             "--no-evaluate"],
                             cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         assert wait_for(lambda: len(list(model_dir.glob("ckpt-*.index"))) >= 2), "no periodic checkpoint appeared"

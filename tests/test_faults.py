@@ -61,7 +61,7 @@ def start_trainer(tmp_path, *flags):
     proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "basic.wad",
                              "--model-dir", str(tmp_path / "run"), "--frames-dir", str(tmp_path / "frames"),
                              "--max-minutes", "10", "--gif-every", "0", "--workers", "1", "--envs-per-worker", "2",
-                             *flags], cwd=REPO_ROOT, stdout=log, stderr=errors, start_new_session=True)
+                             "--no-evaluate", *flags], cwd=REPO_ROOT, stdout=log, stderr=errors, start_new_session=True)
     proc.log, proc.errors = log, errors
     return proc
 

@@ -324,7 +324,7 @@ def test_an_old_config_keeps_what_it_ran_and_resume_cannot_change_it():
 
 # ---- end to end: a tiny --no-preset run saves every derived value, plays, exports and resumes ---------------
 TINY = {"frame_size": 20, "hidden_size": 16, "lstm_size": 8, "workers": 1, "envs_per_worker": 2, "env_threads": 1,
-        "gif_every": 0, "log_every_seconds": 60.0}
+        "gif_every": 0, "log_every_seconds": 60.0, "evaluate": False}
 
 
 def test_a_no_preset_run_saves_every_derived_value_and_plays_it(tmp_path, monkeypatch):

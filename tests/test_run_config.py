@@ -22,7 +22,7 @@ from doom_a3c.training import train_from_flags
 
 FIXTURE = f"{REPO_ROOT}/tests/fixtures/old_basic_checkpoint"
 TINY = {"frame_size": 20, "hidden_size": 16, "lstm_size": 8, "workers": 1, "envs_per_worker": 2, "env_threads": 1,
-        "gif_every": 0, "log_every_seconds": 60.0}
+        "gif_every": 0, "log_every_seconds": 60.0, "evaluate": False}
 
 
 def strict_json(text: str):
@@ -113,6 +113,7 @@ def test_an_old_format_checkpoint_loads_with_a_warning(tmp_path, presets, capsys
     assert config.actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]] and config.lstm and not config.clip_rewards
     assert config.target_reward is None
     assert config.env_module == "" and config.color is False  # issue 34's fields, as the fixture was trained
+    assert not config.evaluate  # trained without evaluation during training: it resumes as trained
 
     net = build_network(config, EnvSpec(saved.num_actions, (20, 20, 1), 4 / 35, []), "global")
     restore(tf.train.Checkpoint(model=net), f"{FIXTURE}/last.ckpt", partial=True)
@@ -141,7 +142,8 @@ BOOLEAN_FLAGS = [f.name for f in dataclasses.fields(TrainConfig)
 def test_every_boolean_is_a_flag_both_ways():
     assert set(BOOLEAN_FLAGS) == {"clip_rewards", "normalize_advantages", "lstm", "separate_networks", "resume",
                                   "video_tics", "preset", "cfg_variables", "normalize_variables", "normalize_returns",
-                                  "color"}
+                                  "color",
+                                  "evaluate", "eval_greedy"}
     parser = build_parser("test")
     for name in BOOLEAN_FLAGS:
         flag = name.replace("_", "-")

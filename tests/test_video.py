@@ -73,15 +73,15 @@ def test_a_played_basic_episode_gif_has_a_frame_per_tic(tmp_path):
     from doom_a3c.evaluation import Agent, play_episode, seconds_per_frame
     from doom_a3c.environment import spec_of
 
-    from doom_a3c.env_batch import make_environment
+    from doom_a3c.gym_adapter import GameEnv
 
     config = basic_config(tmp_path)
-    env = make_environment(config, seed=3)
+    env = GameEnv(config, seed=3)
     try:
-        spec = spec_of(env)
+        spec = spec_of(env.game)
         agent = Agent(build_network(config, spec, "global"), config, spec, "untrained", 0, seed=2)
         reward, length, frames = play_episode(agent, env)
-        tics = env._game.get_episode_time() - env._game.get_episode_start_time()
+        tics = env.game._game.get_episode_time() - env.game._game.get_episode_start_time()
     finally:
         env.close()
     assert len(frames) == tics and (length - 1) * config.frame_skip < tics <= length * config.frame_skip
