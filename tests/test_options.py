@@ -325,7 +325,7 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
     # Without a preset of its own, a map takes scenarios/defaults/doom.toml's values, and the general ones else.
     defaults = dataclasses.replace(TrainConfig(scenario=str(own)), **own_map_defaults()["train"])
     environment = {"frame_skip", "reward_scale", "clip_rewards",  # filled in from the preset's top level
-                   "action_set", "cfg_variables", "normalize_variables",  # or, as here without one, the kind's
+                   "action_set", "cfg_variables", "normalize_variables", "color",  # or, without one, the kind's
                    "env_processes"}  # the kind's: ViZDoom's games in child processes, under the watchdog
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}
