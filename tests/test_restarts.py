@@ -116,7 +116,8 @@ def test_game_processes_report_start_failures_with_the_batch_index():
 
 
 def coordinator(tmp_path, limit):
-    config = TrainConfig(scenario="CartPole-v1", max_game_restarts=limit, model_dir=str(tmp_path))
+    # evaluate=False: the fake backend has no games or weights for an evaluator (issue 35), nor do the others here
+    config = TrainConfig(scenario="CartPole-v1", evaluate=False, max_game_restarts=limit, model_dir=str(tmp_path))
     backend = type("Backend", (), {"run": RunState()})()
     return Coordinator(config, backend)
 
@@ -166,7 +167,7 @@ def train_cartpole(tmp_path, monkeypatch, **overrides):
     from doom_a3c.training import train
 
     monkeypatch.setattr(Coordinator, "_install_signal_handlers", lambda self: None)
-    config = TrainConfig(scenario="CartPole-v1", workers=2, envs_per_worker=2, env_threads=1, rollout=10,
+    config = TrainConfig(scenario="CartPole-v1", evaluate=False, workers=2, envs_per_worker=2, env_threads=1, rollout=10,
                          lstm_size=8, hidden_size=8, gif_every=0, log_every_seconds=0.5,
                          model_dir=str(tmp_path / "m"), frames_dir=str(tmp_path / "f"), **overrides)
     return train(config).exit_code
@@ -200,7 +201,7 @@ def test_a_worker_whose_games_in_this_process_stop_answering_is_named_once(tmp_p
     """Games in this process (--env-processes 0) cannot be replaced: the run says which worker waits on them."""
     import time
 
-    config = TrainConfig(scenario="CartPole-v1", env_processes=0, game_timeout=1.0, model_dir=str(tmp_path))
+    config = TrainConfig(scenario="CartPole-v1", evaluate=False, env_processes=0, game_timeout=1.0, model_dir=str(tmp_path))
     coord = Coordinator(config, type("Backend", (), {"run": RunState()})())
     coord.run.heartbeats.update({0: time.monotonic(), 1: time.monotonic() - 10})
     coord._check_heartbeats()
@@ -218,7 +219,7 @@ def test_a_worker_whose_games_in_this_process_stop_answering_is_named_once(tmp_p
 def test_games_in_child_processes_are_left_to_the_watchdog(tmp_path, capsys):
     import time
 
-    config = TrainConfig(scenario="CartPole-v1", env_processes=2, game_timeout=1.0, model_dir=str(tmp_path))
+    config = TrainConfig(scenario="CartPole-v1", evaluate=False, env_processes=2, game_timeout=1.0, model_dir=str(tmp_path))
     coord = Coordinator(config, type("Backend", (), {"run": RunState()})())
     coord.run.heartbeats[0] = time.monotonic() - 10
     coord._check_heartbeats()
