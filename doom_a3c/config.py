@@ -163,6 +163,9 @@ class TrainConfig:
     value_coef: float = _flag(0.5, "weight of the value loss")
     policy_coef: float = _flag(1.0, "weight of the policy-gradient loss")
     entropy_coef: float = _flag(0.01, "weight of the entropy bonus")
+    entropy_target: float = _flag(0.0, "F > 0: the entropy weight grows above --entropy-coef while the policy's "
+                                  "entropy is below F times that of a uniform policy, and sinks back to it above "
+                                  "(one-sided automatic temperature: doom_a3c/entropy_target.py); 0: fixed weight")
     clip_norm: float = _flag(40.0, "clip gradients at this global norm")
     optimizer: str = _flag("adam", "shared optimizer", choices=["adam", "rmsprop"])
     learning_rate: float = _flag(3e-4, "optimizer learning rate (the seed used 1e-4 with one game per worker; 4 "
@@ -260,6 +263,9 @@ class TrainConfig:
         if self.frame_size < MIN_FRAME_SIZE:
             raise ConfigError(f"--frame-size must be >= {MIN_FRAME_SIZE} (the conv torso's smallest input), "
                               f"got {self.frame_size}")
+        if not 0.0 <= self.entropy_target < 1.0:
+            raise ConfigError(f"--entropy-target must be in [0, 1) (a share of the uniform policy's entropy), "
+                              f"got {self.entropy_target}")
         if self.n_step < 1:
             raise ConfigError(f"--n-step must be >= 1, got {self.n_step}")
         for name in ("epsilon_start", "epsilon_end", "gamma", "gae_lambda"):

@@ -260,6 +260,9 @@ class Coordinator:
             values.update({"Losses/Value Loss": mean("value_loss"), "Losses/Policy Loss": mean("policy_loss"),
                            "Losses/Entropy": mean("entropy"), "Losses/Grad Norm": mean("grad_norm"),
                            "Losses/Var Norm": mean("var_norm")})
+        weights = [m.entropy_weight for m in metrics if m.entropy_weight is not None]
+        if weights:
+            values["Losses/Entropy Weight"] = sum(weights) / len(weights)
         lags = [m.policy_lag for m in metrics if m.policy_lag is not None]
         if lags:  # GA3C only: A3C's local copies train on their own fresh weights
             values["Perf/Policy Lag"] = sum(lags) / len(lags)

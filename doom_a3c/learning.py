@@ -21,6 +21,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from doom_a3c.config import TrainConfig
+from doom_a3c.entropy_target import entropy_weight, multiplier_step, uniform_entropy
 from doom_a3c.environment import network_inputs
 from doom_a3c.gradients import process_gradients
 from doom_a3c.losses import a3c_loss
@@ -41,10 +42,11 @@ class Gradient(NamedTuple):
     entropy: float
     grad_norm: float  # before processing
     var_norm: float
+    entropy_weight: float  # the entropy bonus's weight in this loss (--entropy-coef unless --entropy-target)
 
     def metrics(self, applied: bool, policy_lag: float | None = None) -> TrainMetrics:
         return TrainMetrics(self.policy_loss, self.value_loss, self.entropy, self.grad_norm, self.var_norm,
-                            applied, policy_lag)
+                            applied, policy_lag, self.entropy_weight)
 
 
 def learning_targets(config: TrainConfig, rollout: Rollout) -> tuple[np.ndarray, np.ndarray]:
@@ -72,16 +74,20 @@ class GradientStep:
         self.net = net
         self.config = config
         self._statistics_slots = net.statistics_slots()  # in the order of net.statistics
+        heads = net.factorised_heads
+        self._uniform_entropy = uniform_entropy(net.num_actions, heads.sizes if heads else None,
+                                                heads.option_matrix if heads else None)
         self._compiled = tf.function(self._graph)
 
-    def _graph(self, observations, actions, starts, h, c, returns, advantages, scale):
-        # observations [T, B, *obs]; actions, starts, returns, advantages [T, B]; h, c [B, L]; scale []
+    def _graph(self, observations, actions, starts, h, c, returns, advantages, scale, entropy_coef):
+        # observations [T, B, *obs]; actions, starts, returns, advantages [T, B]; h, c [B, L]; scale,
+        # entropy_coef [] (tensors, so that their changes do not retrace the graph)
         config, variables = self.config, self.net.trainable_variables
         with tf.GradientTape() as tape:
             out = self.net.unroll(observations, LSTMState(h, c), starts)
             # Everything in units of the return scale (1 unless --normalize-returns): normalization.py says why.
             terms = a3c_loss(out.logits, out.values / scale, actions, returns / scale, advantages / scale,
-                             config.value_coef, config.policy_coef, config.entropy_coef)
+                             config.value_coef, config.policy_coef, entropy_coef)
         grads = tape.gradient(terms.total, variables)  # None for the running statistics: no loss reaches them
         bound = config.clip_norm if config.gradient_mode == "clip" else config.normalize_norm
         processed, grad_norm = process_gradients(grads, config.gradient_mode, bound)
@@ -107,14 +113,22 @@ class GradientStep:
         if self.net.return_moments is not None:
             # DreamerV3's order: the statistics take this rollout's returns in first, then scale them.
             scale = return_scale(self.net.return_moments.moments.numpy() + updates[-1], self.config.return_scale_floor)
+        weight, multiplier = self.config.entropy_coef, None
+        if self.net.entropy_multiplier is not None:
+            multiplier = float(self.net.entropy_multiplier.moments.numpy()[0])
+            weight = entropy_weight(self.config.entropy_coef, multiplier)
         grads, finite, *scalars = self._compiled(network_inputs(rollout.observations), rollout.actions,
                                                  rollout.starts, rollout.initial_state.h, rollout.initial_state.c,
-                                                 returns, advantages, tf.constant(scale, tf.float32))
+                                                 returns, advantages, tf.constant(scale, tf.float32),
+                                                 tf.constant(weight, tf.float32))
+        if multiplier is not None:  # this rollout's entropy (per step, scalars[2]) moves the weight of the next
+            updates.append(np.array([multiplier_step(multiplier, float(scalars[2]), self._uniform_entropy,
+                                                     self.config.entropy_target)]))
         grads = list(grads)
         for slot, update in zip(self._statistics_slots, updates):
             grads[slot] = tf.constant(update * STATISTICS_CARRIER, tf.float32)
         finite = bool(finite) and all(bool(np.all(np.isfinite(update))) for update in updates)
-        return Gradient(grads, finite, *(float(s) for s in scalars))
+        return Gradient(grads, finite, *(float(s) for s in scalars), weight)
 
 
 def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:

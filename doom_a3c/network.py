@@ -119,7 +119,7 @@ class ActorCritic(keras.Model):
                  frame_norm: str = "standardize", torso: str = "conv", hidden_size: int = 256,
                  use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0,
                  normalize_variables: bool = False, normalize_returns: bool = False, return_scale_floor: float = 1.0,
-                 factorised_heads: FactorisedHeads | None = None):
+                 factorised_heads: FactorisedHeads | None = None, entropy_target: bool = False):
         super().__init__(name=name)
         self.num_game_variables = num_game_variables
         if torso not in TORSOS:
@@ -143,16 +143,20 @@ class ActorCritic(keras.Model):
             if normalize_variables and num_game_variables else None
         self.return_moments = RunningMoments(3, "return_moments") if normalize_returns else None
         self.return_scale_floor = return_scale_floor
+        # The entropy weight's log multiplier m (doom_a3c/entropy_target.py), read by the loss, not by the policy.
+        self.entropy_multiplier = RunningMoments(1, "entropy_multiplier") if entropy_target else None
 
     @property
     def statistics(self) -> list[RunningMoments]:
-        """The running statistics this network keeps (none, variables', returns')."""
-        return [layer for layer in (self.variable_moments, self.return_moments) if layer is not None]
+        """The running statistics this network keeps (none, variables', returns', the entropy multiplier)."""
+        return [layer for layer in (self.variable_moments, self.return_moments, self.entropy_multiplier)
+                if layer is not None]
 
     def statistics_slots(self) -> list[int]:
-        """Where the statistics' weights sit in `trainable_variables` (and so in a gradient list)."""
-        ids = {id(layer.moments) for layer in self.statistics}
-        return [i for i, variable in enumerate(self.trainable_variables) if id(variable) in ids]
+        """Where the statistics' weights sit in `trainable_variables` (and so in a gradient list), in the order
+        of `statistics`."""
+        index = {id(variable): i for i, variable in enumerate(self.trainable_variables)}
+        return [index[id(layer.moments)] for layer in self.statistics]
 
     @property
     def learned_variables(self) -> list:
@@ -296,7 +300,7 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       num_game_variables=len(config.game_variables),
                       normalize_variables=bool(config.normalize_variables),
                       normalize_returns=config.normalize_returns, return_scale_floor=config.return_scale_floor,
-                      factorised_heads=factorised)
+                      factorised_heads=factorised, entropy_target=config.entropy_target > 0)
     return net.build_variables(observation_shape)
 
 

@@ -317,6 +317,8 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
     fixed = [name for name in (*FIELDS_BEFORE_ISSUE_33, "color")
              if name in given and given[name] != getattr(saved, name)]
+    if "entropy_target" in given and (given["entropy_target"] > 0) != (saved.entropy_target > 0):
+        fixed.append("entropy_target")  # on or off: the checkpoint holds the entropy multiplier or not
     if fixed:
         # They chose the games' actions and variables, the network's input, policy heads and running statistics
         # when the run began.

@@ -65,6 +65,7 @@ class TrainMetrics(NamedTuple):
     var_norm: float
     applied: bool  # False when the gradient was not finite and was dropped
     policy_lag: float | None = None  # GA3C: mean global updates between acting and training (A3C: None)
+    entropy_weight: float | None = None  # the entropy bonus's weight (moves with --entropy-target)
 
 
 @dataclass
