@@ -234,7 +234,8 @@ def test_users_own_cfg_path(own_scenario, tmp_path):
     config = resolved(str(own_scenario / "mylevel.cfg"), tmp_path)
     assert config.scenario_path == cfg_path
     assert config.actions == combined_actions(["MOVE_LEFT", "MOVE_RIGHT", "ATTACK"]) and len(config.actions) == 6
-    assert config.frame_skip == 4 and config.crop == [0.0, 0.0, 0.0, 0.0]  # no preset: no crop
+    assert config.frame_skip == own_map_defaults()["train"]["frame_skip"]
+    assert config.crop == [0.0, 0.0, 0.0, 0.0]  # no preset: no crop
     assert (config.frame_size, config.gamma) == (own_map_defaults()["train"]["frame_size"], TrainConfig.gamma)
     assert config.gamma != resolved("basic", tmp_path).gamma  # basic's [train] table does not apply
 
@@ -254,7 +255,7 @@ def test_users_own_cfg_runs_in_vizdoom(own_scenario, tmp_path):
         assert list(obs["variables"]) == [50.0]  # basic's pistol starts with 50 bullets
         assert env.screen().shape == (120, 160, 3)
         result = env.step(config.actions.index(["MOVE_LEFT"]))
-        assert result.reward == -4.0  # living reward -1 per tic, 4 tics per step
+        assert result.reward == -1.0 * config.frame_skip  # living reward -1 per tic, frame_skip tics per step
     finally:
         env.close()
 

@@ -329,7 +329,7 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
                    "env_processes"}  # the kind's: ViZDoom's games in child processes, under the watchdog
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}
-    assert (center.frame_skip, center.reward_scale, center.action_set) == (4, 1.0, "combined")
+    assert (center.frame_skip, center.reward_scale, center.action_set) == (defaults.frame_skip, 1.0, "combined")
     assert "own_line has no preset; the defaults for such maps (defaults/doom.toml): " in capsys.readouterr().out
     basic = resolve_new_run({})
     assert (basic.frame_size, basic.envs_per_worker, basic.rollout, basic.gamma) == (42, 8, 10, 0.9)  # basic.toml

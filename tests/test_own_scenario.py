@@ -345,11 +345,12 @@ def test_a_no_preset_run_saves_every_derived_value_and_plays_it(tmp_path, monkey
     trained = tf.train.load_checkpoint(read_checkpoint(str(model / "last.ckpt")).prefix)
     names = [name for name, _ in tf.train.list_variables(str(model / "last.ckpt")) if "moments" in name
              and "optimizer" not in name]
-    assert len(names) == 2
+    assert len(names) == 3 and saved["entropy_target"] > 0  # the entropy weight's multiplier is the third
     for name in names:
-        layer = agent.net.return_moments if "return" in name else agent.net.variable_moments
+        layer = next(layer for layer in agent.net.statistics if layer.name in name)
         np.testing.assert_array_equal(layer.moments.numpy(), trained.get_tensor(name))
-        assert layer.moments.numpy()[0] > 0
+        if layer is not agent.net.entropy_multiplier:  # that one stays 0 while the entropy is above its target
+            assert layer.moments.numpy()[0] > 0
     results = play(str(model), str(tmp_path / "play"), episodes=1)
     assert len(results) == 1 and results[0].length > 0
 
