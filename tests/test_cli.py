@@ -219,8 +219,9 @@ def test_resume_continues_counters(trained, run_copy, tmp_path):
     """--resume --max-steps 3000 keeps the old CSV rows and continues episodes, steps and wall time."""
     before_rows = read_rows(run_copy / "progress.csv")
     before = saved_run(run_copy / "last.ckpt").counters
+    # --no-evaluate: the shared run's evaluation is checked in test_tensorboard_events; here, counters and rows.
     proc = run("train.py", "--resume", "--model-dir", run_copy, "--frames-dir", tmp_path / "frames",
-               "--max-steps", RESUMED_MAX_STEPS)
+               "--max-steps", RESUMED_MAX_STEPS, "--no-evaluate")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = read_rows(run_copy / "progress.csv")
     assert rows[: len(before_rows)] == before_rows

@@ -225,9 +225,10 @@ def test_training_reports_a_ga3c_thread_error_in_one_line_after_a_final_checkpoi
 def test_ga3c_train_play_and_resume_as_a3c(tmp_path):
     """train.py --trainer ga3c on basic.wad, play.py on its checkpoint, then --resume it with --trainer a3c."""
     model_dir, frames_dir = tmp_path / "model", tmp_path / "frames"
+    # --no-evaluate (the resumed run keeps it): no final evaluation, which nothing here checks.
     proc = run("train.py", "--trainer", "ga3c", "--scenario", "basic.wad", "--max-steps", 1500, "--workers", 2,
                "--envs-per-worker", 2, "--gif-every", 5, "--model-dir", model_dir, "--frames-dir", frames_dir,
-               "--log-every-seconds", 1)
+               "--log-every-seconds", 1, "--no-evaluate")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "stopped: reached --max-steps 1500" in proc.stdout
     assert json.loads((model_dir / "config.json").read_text())["trainer"] == "ga3c"

@@ -22,7 +22,8 @@ def cartpole(tmp_path_factory):
                "--n-step-variant", "zero",
                "--separate-networks", "--epsilon-start", 0.5, "--epsilon-end", 0.1, "--epsilon-decay-steps", 2000,
                "--epsilon-spread", "linear", "--gradient-mode", "normalize", "--lr-schedule", "linear",
-               "--optimizer", "rmsprop", "--log-every-seconds", 1)
+               "--optimizer", "rmsprop", "--log-every-seconds", 1,
+               "--no-evaluate")  # no final evaluation (up to 10 x 500 CartPole steps), on --resume neither
     assert proc.returncode == 0, proc.stderr[-3000:]
     return model, frames, proc
 

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.slow
 
 FAKES = "tests.fixtures.fake_image_envs"
 SMALL = ["--workers", 1, "--envs-per-worker", 2, "--rollout", 10, "--frame-size", 42, "--lstm-size", 16,
-         "--hidden-size", 32, "--log-every-seconds", 1, "--gif-every", 2]
+         "--hidden-size", 32, "--log-every-seconds", 1, "--gif-every", 2,
+         "--no-evaluate"]  # evaluation during training is tested in test_eval_during_training.py, not here
 
 
 def train_args(tmp_path, scenario, *flags):
