@@ -104,3 +104,20 @@ def test_resume_cannot_turn_the_target_on_or_off_but_can_move_it(tmp_path):
     with pytest.raises(ConfigError, match="--entropy-target"):
         resolve_resumed_run(saved, {"entropy_target": 0.0}, "m")
     assert resolve_resumed_run(saved, {"entropy_target": 0.2}, "m").entropy_target == 0.2
+
+
+def test_a_config_saved_before_the_target_existed_runs_without_one():
+    """tests/fixtures/old_basic_checkpoint's config has no entropy_target: it loads as trained, with a fixed
+    weight and a network without the multiplier (so its checkpoint restores as it was)."""
+    import os
+
+    from doom_a3c.checkpoint import read_checkpoint
+    from doom_a3c.resolve import upgrade_saved_config
+
+    fixture = os.path.join(os.path.dirname(__file__), "fixtures", "old_basic_checkpoint")
+    saved = read_checkpoint(os.path.join(fixture, "last.ckpt"))
+    assert "entropy_target" not in saved.config
+    config = upgrade_saved_config(saved.config, "the fixture")
+    assert config.entropy_target == 0.0
+    net = build_actor_critic(config, saved.num_actions, (20, 20, 1), "old")
+    assert net.entropy_multiplier is None
