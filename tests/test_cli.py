@@ -1,6 +1,9 @@
 """Real subprocess runs of train.py and play.py: outputs, --resume, and one-line errors for bad inputs.
 
-One short training run is shared by the whole module; tests that would change it work on a copy.
+One short training run is shared by the whole module; tests that would change it work on a copy. The one-line
+errors that need TensorFlow are seen as a user sees them (a subprocess, its whole stderr) once per script
+(test_resume_truncated_checkpoint, test_play_truncated_checkpoint); the rest call the scripts' main functions in
+this process, which saves a Python and TensorFlow start (7-11 s) each.
 """
 import csv
 import glob
@@ -12,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import imageio.v3 as iio
 import numpy as np
@@ -23,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 CSV_HEADER = "wall_s,env_steps,episode,worker,reward,length"
 MAX_STEPS = 1500
-RESUMED_MAX_STEPS = 3000
+RESUMED_EXTRA_STEPS = 600  # the resume's budget past the shared run's saved step count
 
 
 def run(script, *args, timeout=600):
@@ -35,6 +39,22 @@ def run(script, *args, timeout=600):
                           env=env, capture_output=True, text=True, timeout=timeout)
     proc.seconds = time.time() - started
     return proc
+
+
+def run_in_process(script, capsys, *args):
+    """train.py's or play.py's main function called in this process with `args`, for errors that `run` would
+    show in the same way: the exit code (a flag error's SystemExit code too) and what it printed, as `run`
+    returns them."""
+    from doom_a3c.cli import play_main, train_main
+
+    main = {"train.py": train_main, "play.py": play_main}[script]
+    capsys.readouterr()  # only this call's output
+    try:
+        returncode = main([str(a) for a in args])
+    except SystemExit as stop:
+        returncode = stop.code
+    out, err = capsys.readouterr()
+    return types.SimpleNamespace(returncode=returncode, stdout=out, stderr=err)
 
 
 def read_rows(path):
@@ -95,7 +115,7 @@ def trained(tmp_path_factory):
     r.model_dir, r.frames_dir = base / "model", base / "frames"
     r.proc = run("train.py", "--scenario", "basic.wad", "--max-steps", MAX_STEPS, "--workers", 2,
                  "--envs-per-worker", 2, "--gif-every", 2, "--model-dir", r.model_dir, "--frames-dir", r.frames_dir,
-                 "--log-every-seconds", 1)
+                 "--log-every-seconds", 1, "--eval-episodes", 2)  # the final evaluation's Eval/* tags, 2 games
     assert r.proc.returncode == 0, r.proc.stderr[-3000:]
     return r
 
@@ -216,12 +236,16 @@ def test_play_writes_gifs_and_results(trained, played):
 
 
 def test_resume_continues_counters(trained, run_copy, tmp_path):
-    """--resume --max-steps 3000 keeps the old CSV rows and continues episodes, steps and wall time."""
+    """--resume --max-steps (600 past the saved steps) keeps the old CSV rows and continues episodes, steps and
+    wall time."""
     before_rows = read_rows(run_copy / "progress.csv")
     before = saved_run(run_copy / "last.ckpt").counters
+    # 600 steps: at least 150 for each game of the faster worker (2 x 2 games), one whole basic episode (at most
+    # 76 steps) each at least.
+    resumed_max_steps = int(before["env_steps"]) + RESUMED_EXTRA_STEPS
     # --no-evaluate: the shared run's evaluation is checked in test_tensorboard_events; here, counters and rows.
     proc = run("train.py", "--resume", "--model-dir", run_copy, "--frames-dir", tmp_path / "frames",
-               "--max-steps", RESUMED_MAX_STEPS, "--no-evaluate")
+               "--max-steps", resumed_max_steps, "--no-evaluate")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = read_rows(run_copy / "progress.csv")
     assert rows[: len(before_rows)] == before_rows
@@ -233,13 +257,13 @@ def test_resume_continues_counters(trained, run_copy, tmp_path):
     assert new[0]["wall_s"] >= before["wall_seconds"]
     saved = saved_run(run_copy / "last.ckpt")
     config, after = saved.config, saved.counters
-    assert after["env_steps"] >= RESUMED_MAX_STEPS
+    assert after["env_steps"] >= resumed_max_steps
     assert after["episodes"] == len(rows)
     assert after["updates"] > before["updates"]
     assert after["wall_seconds"] > before["wall_seconds"]
     # the saved settings were kept, the explicit ones applied
     assert config["workers"] == 2 and config["envs_per_worker"] == 2 and config["scenario"] == "basic.wad"
-    assert config["max_steps"] == RESUMED_MAX_STEPS and config["resume"] is True
+    assert config["max_steps"] == resumed_max_steps and config["resume"] is True
     assert saved.num_actions == 3 and config["actions"] == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]]
     assert "saved by an older doom_a3c" not in proc.stderr  # a config saved whole needs nothing from the preset
 
@@ -295,13 +319,13 @@ print("tensorflow imported:", "tensorflow" in sys.modules)
     assert len(proc.stderr.strip().splitlines()) == 3  # the three one-line errors
 
 
-def test_play_missing_checkpoint(tmp_path):
+def test_play_missing_checkpoint(tmp_path, capsys):
     """play.py with no checkpoint at --model: one-line error, --out untouched."""
     out = tmp_path / "out"
     out.mkdir()
     (out / "results.json").write_text("{\"old\": true}\n")
     before = snapshot(out)
-    proc = run("play.py", "--model", tmp_path / "nothing" / "last.ckpt", "--out", out)
+    proc = run_in_process("play.py", capsys, "--model", tmp_path / "nothing" / "last.ckpt", "--out", out)
     assert_one_line_error(proc, "no checkpoint", str(tmp_path / "nothing" / "last.ckpt"))
     assert snapshot(out) == before
 
@@ -313,7 +337,8 @@ def _truncate_last(folder):
 
 
 def test_play_truncated_checkpoint(trained, run_copy, tmp_path):
-    """A last.ckpt whose data file was cut in half: one-line error from play.py."""
+    """A last.ckpt whose data file was cut in half: one-line error from play.py, its whole stderr in a
+    subprocess (TensorFlow's own logging included)."""
     _truncate_last(run_copy)
     out = tmp_path / "out"
     out.mkdir()
@@ -325,7 +350,8 @@ def test_play_truncated_checkpoint(trained, run_copy, tmp_path):
 
 
 def test_resume_truncated_checkpoint(trained, run_copy, tmp_path):
-    """--resume when every checkpoint's data is cut in half: one-line error, the run folder untouched."""
+    """--resume when every checkpoint's data is cut in half: one-line error, the run folder untouched; train.py's
+    whole stderr in a subprocess (TensorFlow's own logging included)."""
     for data in run_copy.glob("*.data-*"):
         content = data.read_bytes()
         data.write_bytes(content[: len(content) // 2])
@@ -337,32 +363,33 @@ def test_resume_truncated_checkpoint(trained, run_copy, tmp_path):
     assert snapshot(run_copy, frames) == before
 
 
-def test_play_out_not_writable(trained, tmp_path):
+def test_play_out_not_writable(trained, tmp_path, capsys):
     """--out below a regular file: one-line error naming --out."""
     blocker = tmp_path / "afile"
     blocker.write_text("x")
     before = snapshot(trained.model_dir, tmp_path)
-    proc = run("play.py", "--model", trained.model_dir / "last.ckpt", "--out", blocker / "sub", "--episodes", 1)
+    proc = run_in_process("play.py", capsys, "--model", trained.model_dir / "last.ckpt", "--out", blocker / "sub",
+                          "--episodes", 1)
     assert_one_line_error(proc, "--out", str(blocker / "sub"))
     assert snapshot(trained.model_dir, tmp_path) == before
 
 
-def test_resume_with_another_scenario(trained, run_copy, tmp_path):
+def test_resume_with_another_scenario(trained, run_copy, tmp_path, capsys):
     """--resume of a basic run with --scenario defend_the_center is refused."""
     frames = tmp_path / "frames"
     frames.mkdir()
     before = snapshot(run_copy, frames)
-    proc = run("train.py", "--resume", "--model-dir", run_copy, "--frames-dir", frames,
-               "--scenario", "defend_the_center", "--max-steps", 3000)
+    proc = run_in_process("train.py", capsys, "--resume", "--model-dir", run_copy, "--frames-dir", frames,
+                          "--scenario", "defend_the_center", "--max-steps", 3000)
     assert_one_line_error(proc, "basic.wad", "defend_the_center")
     assert snapshot(run_copy, frames) == before
 
 
-def test_resume_without_checkpoint(tmp_path):
+def test_resume_without_checkpoint(tmp_path, capsys):
     """--resume in a folder with no run: one-line error."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = run("train.py", "--resume", "--model-dir", empty, "--frames-dir", tmp_path / "frames")
+    proc = run_in_process("train.py", capsys, "--resume", "--model-dir", empty, "--frames-dir", tmp_path / "frames")
     assert_one_line_error(proc, "no checkpoint")
     assert os.listdir(empty) == []
 
@@ -406,7 +433,7 @@ def write_checkpoint(scenario, model_dir, frames, num_actions=None):
     return config
 
 
-def test_resume_naming_another_cfg_of_the_same_name(tmp_path, monkeypatch):
+def test_resume_naming_another_cfg_of_the_same_name(tmp_path, monkeypatch, capsys):
     """A run on the user's maps_a/mylevel.cfg (3 buttons) resumed with --scenario maps_b/mylevel.cfg (4 buttons)
     is refused, naming both files: the same name is not the same scenario (the run must not go on silently with
     the saved maps_a, nor with maps_b)."""
@@ -416,12 +443,13 @@ def test_resume_naming_another_cfg_of_the_same_name(tmp_path, monkeypatch):
     frames.mkdir()
     assert write_checkpoint(maps_a, model_dir, frames).actions == [["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"]]
     before = snapshot(model_dir, frames)
-    proc = run("train.py", "--resume", "--model-dir", model_dir, "--scenario", maps_b, "--max-steps", 200)
+    proc = run_in_process("train.py", capsys, "--resume", "--model-dir", model_dir, "--scenario", maps_b,
+                          "--max-steps", 200)
     assert_one_line_error(proc, str(maps_a), str(maps_b))
     assert snapshot(model_dir, frames) == before
 
 
-def test_resume_with_another_action_count(tmp_path, monkeypatch):
+def test_resume_with_another_action_count(tmp_path, monkeypatch, capsys):
     """A checkpoint whose network has 4 actions but whose config lists 3: one-line error, the folder untouched."""
     monkeypatch.chdir(tmp_path)
     maps_a, _ = two_user_maps(tmp_path)
@@ -429,7 +457,7 @@ def test_resume_with_another_action_count(tmp_path, monkeypatch):
     frames.mkdir()
     write_checkpoint(maps_a, model_dir, frames, num_actions=4)
     before = snapshot(model_dir, frames)
-    proc = run("train.py", "--resume", "--model-dir", model_dir, "--max-steps", 200)
+    proc = run_in_process("train.py", capsys, "--resume", "--model-dir", model_dir, "--max-steps", 200)
     assert_one_line_error(proc, "has 4 actions", "lists 3")
     assert snapshot(model_dir, frames) == before
 

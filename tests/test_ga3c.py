@@ -246,14 +246,17 @@ def test_ga3c_train_play_and_resume_as_a3c(tmp_path):
     assert played.returncode == 0, played.stderr[-3000:]
     assert len(json.loads((tmp_path / "play" / "results.json").read_text())["episodes"]) == 1
 
+    # 600 steps past the saved ones: at least 150 for each game of the faster worker (2 x 2 games), so at least one
+    # whole basic episode (at most 76 steps) each.
+    target = int(read_checkpoint(str(model_dir / "last.ckpt")).counters["env_steps"]) + 600
     resumed = run("train.py", "--resume", "--trainer", "a3c", "--model-dir", model_dir, "--frames-dir", frames_dir,
-                  "--max-steps", 2500)
+                  "--max-steps", target)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "(a3c)" in resumed.stdout
     config = json.loads((model_dir / "config.json").read_text())
-    assert config["trainer"] == "a3c" and config["workers"] == 2 and config["max_steps"] == 2500
+    assert config["trainer"] == "a3c" and config["workers"] == 2 and config["max_steps"] == target
     after = read_rows(model_dir / "progress.csv")
     assert after[: len(rows)] == rows and len(after) > len(rows)
     # The step counter, not the last episode's row: no game need end in the last rollouts before the stop.
     counters = read_checkpoint(str(model_dir / "last.ckpt")).counters
-    assert counters["env_steps"] >= 2500 and after[-1]["env_steps"] > rows[-1]["env_steps"]
+    assert counters["env_steps"] >= target and after[-1]["env_steps"] > rows[-1]["env_steps"]

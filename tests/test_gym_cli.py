@@ -6,7 +6,7 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from test_cli import assert_one_line_error, read_rows, run, saved_run, snapshot, strict_json
+from test_cli import assert_one_line_error, read_rows, run, run_in_process, saved_run, snapshot, strict_json
 
 pytestmark = pytest.mark.slow
 
@@ -57,21 +57,23 @@ def test_play_on_cartpole_and_resume_reproduces_the_options(cartpole, tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["scenario"] == "CartPole-v1" and len(results["episodes"]) == 2
     assert iio.imread(out / "episode_001.gif", index=None).shape[1:] == (200, 300, 3)
-    resumed = run("train.py", "--resume", "--model-dir", model, "--max-steps", 6000)
+    resumed = run("train.py", "--resume", "--model-dir", model, "--max-steps", 5000)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     checkpoint = saved_run(model / "last.ckpt")
     config, counters = checkpoint.config, checkpoint.counters
-    assert counters["env_steps"] >= 6000
-    assert config["separate_networks"] and config["advantage"] == "nstep" and config["max_steps"] == 6000
+    assert counters["env_steps"] >= 5000
+    assert config["separate_networks"] and config["advantage"] == "nstep" and config["max_steps"] == 5000
     assert config["lstm"] is False and config["epsilon_spread"] == "linear"  # the preset's and a flag's, as saved
 
 
-def test_cartpole_checkpoint_is_refused_by_an_atari_run(cartpole, tmp_path):
+def test_cartpole_checkpoint_is_refused_by_an_atari_run(cartpole, tmp_path, capsys):
     model, _, _ = cartpole
     before = snapshot(model)
     proc = run("train.py", "--resume", "--model-dir", model, "--scenario", "ALE/Breakout-v5", "--max-steps", 10)
     assert_one_line_error(proc, "CartPole-v1", "ALE/Breakout-v5", "an Atari game")
-    proc = run("train.py", "--resume", "--model-dir", model, "--scenario", "basic", "--max-steps", 10)
+    # The same refusal for a ViZDoom scenario, through train.py's main function in this process (no second start).
+    proc = run_in_process("train.py", capsys, "--resume", "--model-dir", model, "--scenario", "basic",
+                          "--max-steps", 10)
     assert_one_line_error(proc, "CartPole-v1", "a ViZDoom scenario")
     assert snapshot(model) == before
 
