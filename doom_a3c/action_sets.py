@@ -18,6 +18,12 @@ not fit are still offered, each as an action of its own. The cap of 64 keeps dea
 whole (3 x 3 x 2 x 3 = 54 actions), where adding SPEED or USE to the product would double it; a softmax over
 a few dozen actions still learns on 2 cores (deadly_corridor's preset uses 10), one over hundreds spreads its
 exploration thin. Measured against one action per button: not yet (issue 33).
+
+`--fine-turns` also offers each turn button of the product held for the first half of the step only
+("TURN_LEFT/2"): a finer turn at the same frame skip. At 8 tics a held turn is 28 degrees a step, too coarse for
+the arena's aim, where the maze's search wants 8 tics (docs/scenarios.md, ninth session); a half turn is 14 degrees
+right after a held turn and 7 from rest (Doom turns at half speed for a turn key's first tics). The half turns do not count
+against the cap: the same groups join the product as without them. A preset's `actions` may name such buttons too.
 """
 from __future__ import annotations
 
@@ -41,6 +47,21 @@ BUTTON_GROUPS: tuple[tuple[str, ...], ...] = (
 )
 
 
+# A button held for the first half of a step's tics only: "TURN_LEFT/2".
+FIRST_HALF = "/2"
+FINE_TURN_GROUP = ("TURN_LEFT", "TURN_RIGHT")
+
+
+def pressed_button(name: str) -> str:
+    """The engine's button an action's name holds down: "TURN_LEFT" for "TURN_LEFT/2"."""
+    return name[:-len(FIRST_HALF)] if name.endswith(FIRST_HALF) else name
+
+
+def is_first_half(name: str) -> bool:
+    """Whether an action holds this button for the first half of the step only."""
+    return name.endswith(FIRST_HALF)
+
+
 def is_delta_button(button: str) -> bool:
     """Buttons that take a number (TURN_LEFT_RIGHT_DELTA...): a discrete action set leaves them out."""
     return button.endswith("_DELTA")
@@ -51,9 +72,10 @@ def single_button_actions(buttons: list[str]) -> list[list[str]]:
     return [[button] for button in buttons if not is_delta_button(button)]
 
 
-def _product_and_left_over(buttons: list[str], cap: int) -> tuple[list[list[str]], list[str]]:
-    """(the groups that join the product, each as its buttons the .cfg makes available; the binary buttons left
-    out, each to be an action of its own), so that there are at most `cap` actions in all."""
+def _product_and_left_over(buttons: list[str], cap: int, fine_turns: bool = False) -> tuple[list[list[str]], list[str]]:
+    """(the groups that join the product, each as its buttons the .cfg makes available, the turn group with its
+    half turns when `fine_turns`; the binary buttons left out, each to be an action of its own), so that there
+    are at most `cap` actions in all, the half turns not counted."""
     available = [b for b in buttons if not is_delta_button(b)]
     grouped: list[list[str]] = []
     size, alone = 1, len(available)  # the product's size; buttons that would be actions of their own
@@ -63,17 +85,20 @@ def _product_and_left_over(buttons: list[str], cap: int) -> tuple[list[list[str]
             grouped.append(present)
             size, alone = size * (len(present) + 1), alone - len(present)
     in_product = {b for group in grouped for b in group}
+    if fine_turns:
+        grouped = [group + [b + FIRST_HALF for b in group] if set(group) <= set(FINE_TURN_GROUP) else group
+                   for group in grouped]
     return grouped, [b for b in available if b not in in_product]
 
 
-def combined_actions(buttons: list[str], cap: int = MAX_COMBINED_ACTIONS) -> list[list[str]]:
+def combined_actions(buttons: list[str], cap: int = MAX_COMBINED_ACTIONS, fine_turns: bool = False) -> list[list[str]]:
     """Every combination of one option per button group (nothing, or one of the group's buttons), over the
     groups that fit, then each remaining binary button as an action of its own: at most `cap` actions in all
     (unless the .cfg has more buttons than that). Each action lists its buttons in the .cfg's order; the first
-    holds no button (it waits)."""
-    grouped, left_over = _product_and_left_over(buttons, cap)
+    holds no button (it waits). With `fine_turns` the turn group also offers its half turns."""
+    grouped, left_over = _product_and_left_over(buttons, cap, fine_turns)
     order = {b: i for i, b in enumerate(buttons)}
-    actions = [sorted((b for b in choice if b is not None), key=order.__getitem__)
+    actions = [sorted((b for b in choice if b is not None), key=lambda b: order[pressed_button(b)])
                for choice in itertools.product(*[[None, *group] for group in grouped])]
     return actions + [[b] for b in left_over]
 
@@ -83,11 +108,12 @@ NO_BUTTON = "(none)"  # a group head's "press none of this group's buttons"
 COMBINATION = "(combination)"  # the "which" head's "one of the combinations the group heads choose"
 
 
-def combined_action_heads(buttons: list[str], cap: int = MAX_COMBINED_ACTIONS) -> list[list[str]]:
-    """The factorised policy over `combined_actions(buttons, cap)`: one head per group of the product, options
-    [NO_BUTTON, *its buttons]; then, only when some buttons are actions of their own, a "which" head with
-    options [COMBINATION, *those buttons]."""
-    grouped, left_over = _product_and_left_over(buttons, cap)
+def combined_action_heads(buttons: list[str], cap: int = MAX_COMBINED_ACTIONS,
+                          fine_turns: bool = False) -> list[list[str]]:
+    """The factorised policy over `combined_actions(buttons, cap, fine_turns)`: one head per group of the
+    product, options [NO_BUTTON, *its buttons]; then, only when some buttons are actions of their own, a "which"
+    head with options [COMBINATION, *those buttons]."""
+    grouped, left_over = _product_and_left_over(buttons, cap, fine_turns)
     heads = [[NO_BUTTON, *group] for group in grouped]
     return heads + [[COMBINATION, *left_over]] if left_over else heads
 

@@ -83,6 +83,9 @@ class TrainConfig:
     policy_heads: str = _flag("flat", "Doom with --action-set combined: 'flat' (one softmax over all the actions) or "
                               "'factorised' (one categorical head per button group, as Sample Factory's Doom "
                               "policies; the same actions, their joint distribution)", choices=list(POLICY_HEADS))
+    fine_turns: bool = _flag(False, "Doom with --action-set combined: the turn group also offers each turn held for "
+                             "the first half of the step only (TURN_LEFT/2): a finer turn at the same frame skip (7-14 "
+                             "degrees at 8 tics, where a held turn is 28)")
     cfg_variables: bool | None = _flag(None, "Doom: when neither the preset nor the config lists game variables, the "
                                        "network sees those the .cfg lists (available_game_variables: HEALTH, "
                                        "AMMO2...)", shown_default="on for a map without a preset, off under one")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from doom_a3c.action_sets import is_first_half, pressed_button
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.environment import Step, observation_dtype, preprocess_frame
 
@@ -112,15 +113,25 @@ class DoomEnvironment:
         except Exception as error:
             raise ConfigError(f"ViZDoom could not start {cfg_path}: {error}") from error
         buttons = button_names(self._game)
-        unknown = sorted({b for combo in config.actions for b in combo} - set(buttons))
+        unknown = sorted({pressed_button(b) for combo in config.actions for b in combo} - set(buttons))
         if unknown:
             self._game.close()
             raise ConfigError(f"the action set uses buttons {unknown} that {cfg_path} does not make available "
                               f"({buttons})")
-        self._actions = [button_vector(buttons, combo) for combo in config.actions]
-        self.action_names = ["+".join(combo) or "NOOP" for combo in config.actions]  # [] waits, as ALE's NOOP
-        self.num_actions = len(self._actions)
         self._frame_skip = config.frame_skip
+        # Each action as (buttons, tics) parts: one, or two when it holds a button for the first half only
+        # ("TURN_LEFT/2": held the first half of the tics, rounded up, then released).
+        first_tics = (config.frame_skip + 1) // 2
+        self._inputs = []
+        for combo in config.actions:
+            held = button_vector(buttons, [pressed_button(b) for b in combo])
+            if not any(is_first_half(b) for b in combo):
+                self._inputs.append([(held, config.frame_skip)])
+                continue
+            after = button_vector(buttons, [b for b in combo if not is_first_half(b)])
+            self._inputs.append([(held, first_tics), (after, config.frame_skip - first_tics)])
+        self.action_names = ["+".join(combo) or "NOOP" for combo in config.actions]  # [] waits, as ALE's NOOP
+        self.num_actions = len(self._inputs)
         self.seconds_per_step = config.frame_skip / DOOM_TICS_PER_SECOND
         self.seconds_per_tic = 1.0 / DOOM_TICS_PER_SECOND
         self._crop = tuple(config.crop)
@@ -193,26 +204,37 @@ class DoomEnvironment:
         self._restart_shaping()
         return self._observe()
 
-    def _advance_tic_by_tic(self, buttons: list[float]) -> float:
-        """make_action(buttons, frame_skip) one tic at a time, keeping each tic's screen until the episode
+    def _advance_tic_by_tic(self, inputs: list[tuple[list[float], int]]) -> float:
+        """The inputs' make_action(buttons, tics) one tic at a time, keeping each tic's screen until the episode
         ends (the engine shows none after). The same tics and inputs, so the same game: the rewards of the
         single tics add up to make_action's."""
         self.tic_screens = []
-        self._game.set_action(buttons)
         reward = 0.0
-        for _ in range(self._frame_skip):
-            self._game.advance_action(1)
-            reward += self._game.get_last_reward()
-            if self._game.is_episode_finished() or self._game.is_player_dead():
-                break
-            self.tic_screens.append(self._game.get_state().screen_buffer.copy())
+        for buttons, tics in inputs:
+            self._game.set_action(buttons)
+            for _ in range(tics):
+                self._game.advance_action(1)
+                reward += self._game.get_last_reward()
+                if self._game.is_episode_finished() or self._game.is_player_dead():
+                    return reward
+                self.tic_screens.append(self._game.get_state().screen_buffer.copy())
+        return reward
+
+    def _advance(self, inputs: list[tuple[list[float], int]]) -> float:
+        """make_action for each part of the action, until the episode ends or the player dies."""
+        reward = 0.0
+        for buttons, tics in inputs:
+            if tics:
+                reward += self._game.make_action(buttons, tics)
+                if self._game.is_episode_finished() or self._game.is_player_dead():
+                    break
         return reward
 
     def step(self, action: int) -> Step:
         if self.record_tics:
-            reward = self._advance_tic_by_tic(self._actions[action])
+            reward = self._advance_tic_by_tic(self._inputs[action])
         else:
-            reward = self._game.make_action(self._actions[action], self._frame_skip)
+            reward = self._advance(self._inputs[action])
         if self._frag_reward:
             frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT)
             reward += self._frag_reward * (frags - self._frags)

@@ -19,7 +19,8 @@ import os
 import sys
 from typing import Any
 
-from doom_a3c.action_sets import combined_action_heads, combined_actions, head_option_matrix, single_button_actions
+from doom_a3c.action_sets import (combined_action_heads, combined_actions, head_option_matrix, pressed_button,
+                                  single_button_actions)
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.scenarios import (ATARI, DOOM, IMAGE, VECTOR, environment_kind, find_doom_scenario, load_preset,
                                 own_map_defaults, preset_path, scenario_name)
@@ -52,6 +53,8 @@ def import_env_module(module: str) -> None:
 
 # Saved before evaluation during training existed: such a run had none (it resumes without unless --evaluate).
 FIELDS_BEFORE_ISSUE_35 = {"evaluate": False}
+# Saved before --fine-turns existed: no half turns.
+FIELDS_BEFORE_FINE_TURNS = {"fine_turns": False}
 
 
 def _preset_name(config: TrainConfig) -> str:
@@ -104,8 +107,11 @@ def _doom_actions(config: TrainConfig, preset: dict[str, Any], buttons: list[str
     action_set = config.action_set or ("preset" if preset.get("actions") else "buttons")
     if config.actions:
         return action_set, config.actions
+    if config.fine_turns and action_set != "combined":
+        raise ConfigError(f"--fine-turns needs --action-set combined (it adds half turns to its turn group), not "
+                          f"{action_set!r}")
     if action_set == "combined":
-        return action_set, combined_actions(buttons)
+        return action_set, combined_actions(buttons, fine_turns=config.fine_turns)
     if action_set == "preset" and preset.get("actions"):
         return action_set, preset["actions"]
     return action_set, single_button_actions(buttons)
@@ -118,7 +124,7 @@ def _doom_action_heads(config: TrainConfig, action_set: str, actions: list, butt
     if action_set != "combined":
         raise ConfigError(f"--policy-heads factorised needs --action-set combined (one head per button group of its "
                           f"actions), not {action_set!r}")
-    heads = config.action_heads or combined_action_heads(buttons)
+    heads = config.action_heads or combined_action_heads(buttons, fine_turns=config.fine_turns)
     try:
         head_option_matrix(actions, heads)
     except ValueError as error:
@@ -214,7 +220,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         if not any(actions):  # none, or only combined_actions' wait: nothing to press
             raise ConfigError(f"{cfg_path} makes no buttons available: list them in its available_buttons "
                               f"(e.g. available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK }})")
-        unknown = sorted({b for combo in actions for b in combo} - set(buttons))
+        unknown = sorted({pressed_button(b) for combo in actions for b in combo} - set(buttons))
         if unknown:
             raise ConfigError(f"preset for {name} uses buttons {unknown} that its cfg does not make "
                               f"available ({buttons})")
@@ -241,7 +247,7 @@ def _gym_values(config: TrainConfig, kind: str, values: dict[str, Any]) -> dict[
     from doom_a3c.gym_envs import describe_gym_env
 
     doom_only = {"action-set": config.action_set not in (None, "buttons"), "cfg-variables": config.cfg_variables,
-                 "policy-heads": config.policy_heads != "flat"}
+                 "policy-heads": config.policy_heads != "flat", "fine-turns": config.fine_turns}
     pixels_only = {"normalize-variables": config.normalize_variables, "color": config.color}
     for flags, where in ((doom_only, "ViZDoom scenarios"), (pixels_only, "ViZDoom scenarios and image envs")):
         given = [f"--{flag}" for flag, on in flags.items() if on]
@@ -340,7 +346,8 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
             data[key] = None
     if data.get("env_processes") is None:  # saved before games had child processes by default: as trained
         data["env_processes"] = 0
-    for key, value in {**FIELDS_BEFORE_ISSUE_33, **FIELDS_BEFORE_ISSUE_34, **FIELDS_BEFORE_ISSUE_35}.items():
+    for key, value in {**FIELDS_BEFORE_ISSUE_33, **FIELDS_BEFORE_ISSUE_34, **FIELDS_BEFORE_ISSUE_35,
+                       **FIELDS_BEFORE_FINE_TURNS}.items():
         data.setdefault(key, value)  # saved before they existed: as trained, not today's defaults
     target = data.get("target_reward")
     if isinstance(target, float) and not math.isfinite(target):
