@@ -43,11 +43,17 @@ def test_half_turns_do_not_count_against_the_cap():
 
 
 def test_the_flag_resolves_into_the_saved_actions_and_heads(tmp_path):
-    assert given_values(build_parser("test").parse_args(["--fine-turns"])) == {"fine_turns": True}
+    parser = build_parser("test")
+    assert given_values(parser.parse_args(["--fine-turns"])) == {"fine_turns": True}
+    assert given_values(parser.parse_args(["--no-fine-turns"])) == {"fine_turns": False}
     config = resolve_new_run({"scenario": "defend_the_center", "preset": False,
                               "fine_turns": True, "model_dir": str(tmp_path)})
     assert config.fine_turns and config.action_set == "combined" and len(config.actions) == 10
     assert config.action_heads[0][3:] == ["TURN_LEFT/2", "TURN_RIGHT/2"]
+    plain = resolve_new_run({"scenario": "defend_the_center", "preset": False, "fine_turns": False,
+                             "model_dir": str(tmp_path)})
+    assert not plain.fine_turns and len(plain.actions) == 6 and plain.action_heads[0][1:] == ["TURN_LEFT", "TURN_RIGHT"]
+    assert not resolve_new_run({"scenario": "CartPole-v1", "fine_turns": False}).fine_turns  # off is fine anywhere
 
 
 @pytest.mark.parametrize("given,line", [

@@ -142,7 +142,7 @@ BOOLEAN_FLAGS = [f.name for f in dataclasses.fields(TrainConfig)
 def test_every_boolean_is_a_flag_both_ways():
     assert set(BOOLEAN_FLAGS) == {"clip_rewards", "normalize_advantages", "lstm", "separate_networks", "resume",
                                   "video_tics", "preset", "cfg_variables", "normalize_variables", "normalize_returns",
-                                  "color",
+                                  "color", "fine_turns",
                                   "evaluate", "eval_greedy"}
     parser = build_parser("test")
     for name in BOOLEAN_FLAGS:
@@ -151,10 +151,10 @@ def test_every_boolean_is_a_flag_both_ways():
         assert given_values(parser.parse_args([f"--no-{flag}"])) == {name: False}
 
 
-# A preset cannot turn itself off; the .cfg's variables are Doom's (tests/test_own_scenario.py sets them both ways);
-# colour is for pixels (tests/test_image_envs.py).
-@pytest.mark.parametrize("name", [n for n in BOOLEAN_FLAGS
-                                  if n not in ("resume", "preset", "cfg_variables", "normalize_variables", "color")])
+# A preset cannot turn itself off; the .cfg's variables and the half turns are Doom's (tests/test_own_scenario.py
+# and tests/test_fine_turns.py set them both ways); colour is for pixels (tests/test_image_envs.py).
+@pytest.mark.parametrize("name", [n for n in BOOLEAN_FLAGS if n not in ("resume", "preset", "cfg_variables",
+                                                                        "normalize_variables", "color", "fine_turns")])
 @pytest.mark.parametrize("preset_value", [True, False])
 def test_a_flag_turns_a_preset_boolean_either_way(presets, name, preset_value):
     """CartPole's preset sets the boolean; the command line's opposite wins, and without it the preset's holds."""
