@@ -21,9 +21,10 @@ exploration thin. Measured against one action per button: not yet (issue 33).
 
 `--fine-turns` also offers each turn button of the product held for the first half of the step only
 ("TURN_LEFT/2"): a finer turn at the same frame skip. At 8 tics a held turn is 28 degrees a step, too coarse for
-the arena's aim, where the maze's search wants 8 tics (docs/scenarios.md, ninth session); a half turn is 14 degrees
-right after a held turn and 7 from rest (Doom turns at half speed for a turn key's first tics). The half turns do not count
-against the cap: the same groups join the product as without them. A preset's `actions` may name such buttons too.
+the arena's aim, where the maze's search wants 8 tics (docs/scenarios.md, ninth session); a half turn is 14
+degrees right after a held turn and 7 from rest (Doom turns at half speed for a turn key's first tics). The half
+turns do not count against the cap: the same groups join the product as without them. A preset's `actions` may
+name such buttons too.
 """
 from __future__ import annotations
 
@@ -60,6 +61,11 @@ def pressed_button(name: str) -> str:
 def is_first_half(name: str) -> bool:
     """Whether an action holds this button for the first half of the step only."""
     return name.endswith(FIRST_HALF)
+
+
+def missing_buttons(actions: list[list[str]], available: list[str]) -> list[str]:
+    """The buttons the actions hold down (half-held ones by their engine name) that `available` lacks, sorted."""
+    return sorted({pressed_button(b) for action in actions for b in action} - set(available))
 
 
 def is_delta_button(button: str) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from doom_a3c.action_sets import is_first_half, pressed_button
+from doom_a3c.action_sets import is_first_half, missing_buttons, pressed_button
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.environment import Step, observation_dtype, preprocess_frame
 
@@ -113,7 +113,7 @@ class DoomEnvironment:
         except Exception as error:
             raise ConfigError(f"ViZDoom could not start {cfg_path}: {error}") from error
         buttons = button_names(self._game)
-        unknown = sorted({pressed_button(b) for combo in config.actions for b in combo} - set(buttons))
+        unknown = missing_buttons(config.actions, buttons)
         if unknown:
             self._game.close()
             raise ConfigError(f"the action set uses buttons {unknown} that {cfg_path} does not make available "
@@ -221,13 +221,13 @@ class DoomEnvironment:
         return reward
 
     def _advance(self, inputs: list[tuple[list[float], int]]) -> float:
-        """make_action for each part of the action, until the episode ends or the player dies."""
-        reward = 0.0
-        for buttons, tics in inputs:
-            if tics:
+        """make_action for each part of the action; a half-held action's second part only while the episode and
+        the player's life go on (one make_action, and no extra engine call, for every other action)."""
+        buttons, tics = inputs[0]
+        reward = self._game.make_action(buttons, tics)
+        for buttons, tics in inputs[1:]:
+            if tics and not (self._game.is_episode_finished() or self._game.is_player_dead()):
                 reward += self._game.make_action(buttons, tics)
-                if self._game.is_episode_finished() or self._game.is_player_dead():
-                    break
         return reward
 
     def step(self, action: int) -> Step:

@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from doom_a3c.action_sets import (combined_action_heads, combined_actions, head_option_matrix, pressed_button,
+from doom_a3c.action_sets import (combined_action_heads, combined_actions, head_option_matrix, missing_buttons,
                                   single_button_actions)
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.scenarios import (ATARI, DOOM, IMAGE, VECTOR, environment_kind, find_doom_scenario, load_preset,
@@ -220,7 +220,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         if not any(actions):  # none, or only combined_actions' wait: nothing to press
             raise ConfigError(f"{cfg_path} makes no buttons available: list them in its available_buttons "
                               f"(e.g. available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK }})")
-        unknown = sorted({pressed_button(b) for combo in actions for b in combo} - set(buttons))
+        unknown = missing_buttons(actions, buttons)
         if unknown:
             raise ConfigError(f"preset for {name} uses buttons {unknown} that its cfg does not make "
                               f"available ({buttons})")
