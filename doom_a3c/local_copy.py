@@ -21,6 +21,8 @@ class LocalCopy:
         self._gradient = GradientStep(net, config)
         self._act = tf.function(self._act_graph)
         self._copy = tf.function(self._copy_graph)
+        self._synced_from: list = []  # the global variables `_sync_from_them` reads
+        self._sync_from_them = None
 
     def _act_graph(self, observations, h, c, starts):
         out = self.net.step(observations, LSTMState(h, c), starts)
@@ -48,8 +50,15 @@ class LocalCopy:
         return self._gradient(rollout)
 
     def sync(self, global_variables) -> None:
-        """Take the global network's weights (threads: the global network is in this process)."""
-        self._copy(list(global_variables))
+        """Take the global network's weights (threads: the global network is in this process). The copy is
+        compiled with the variables bound in, not passed: a list of variables passed to a tf.function costs
+        several ms of Python a call to match against the trace, bound a tenth of that (docs/benchmarks.md),
+        and that Python holds the GIL the other worker needs."""
+        sources = list(global_variables)
+        if [id(v) for v in sources] != [id(v) for v in self._synced_from]:
+            self._synced_from = sources
+            self._sync_from_them = tf.function(lambda: self._copy_graph(sources))
+        self._sync_from_them()
 
     def load(self, weights: list[np.ndarray]) -> None:
         """Take the global weights as arrays (a Ray worker: from the parameter server's reply)."""

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from doom_a3c.action_sets import head_option_matrix
+from doom_a3c.lstm_sequence import check_cell, lstm_sequence
 from doom_a3c.normalization import VARIABLE_CLIP, VARIABLE_EPSILON, variable_moments_size
 from doom_a3c.quiet_import import keras, tf
 
@@ -185,6 +186,7 @@ class ActorCritic(keras.Model):
         lstm = None
         if self.use_lstm:
             lstm = keras.layers.LSTMCell(self.lstm_size, kernel_initializer=glorot(4), name=prefix + "lstm")
+            check_cell(lstm)
             setattr(self, prefix + "lstm", lstm)
         variables_layer = layers.pop("game_vars", None)
         return (list(layers.values()), variables_layer), lstm
@@ -263,12 +265,18 @@ class ActorCritic(keras.Model):
         if not self.use_lstm:
             logits, values = self._heads(features)
             return NetworkOutput(logits, values, state)
-        outputs = []
-        for t in range(steps):  # T is static (the rollout length), so this unrolls in the graph
-            core_out, state = self._core([f[t] for f in features], state, starts[t])
-            outputs.append(core_out)
-        logits, values = self._heads([tf.stack([out[i] for out in outputs]) for i in range(len(self._branches))])
-        return NetworkOutput(logits, values, state)  # [T, B, A], [T, B]
+        # The LSTM walks through time in lstm_sequence: the same numbers as T calls of `_core`, with a cheaper
+        # backward pass. T is static (the rollout length), so its loop unrolls in the graph.
+        keep = 1.0 - tf.cast(starts, tf.float32)[:, :, None]  # [T, B, 1]
+        outputs, hs, cs = [], [], []
+        for i, (_, lstm) in enumerate(self._branches):
+            part = slice(i * self.lstm_size, (i + 1) * self.lstm_size)
+            out, h, c = lstm_sequence(lstm, features[i], state.h[:, part], state.c[:, part], keep)
+            outputs.append(out)
+            hs.append(h)
+            cs.append(c)
+        logits, values = self._heads(outputs)
+        return NetworkOutput(logits, values, LSTMState(tf.concat(hs, 1), tf.concat(cs, 1)))  # [T, B, A], [T, B]
 
     def call(self, observations, state=None, starts=None):
         batch = tf.shape(tf.nest.flatten(observations)[0])[0]
