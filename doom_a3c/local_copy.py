@@ -20,6 +20,7 @@ class LocalCopy:
         self._state = net.initial_state(batch_size)
         self._gradient = GradientStep(net, config)
         self._act = tf.function(self._act_graph)
+        self._act_traces: dict = {}  # input shapes -> the act graph's concrete function
         self._copy = tf.function(self._copy_graph)
         self._synced_from: list = []  # the global variables `_sync_from_them` reads
         self._sync_from_them = None
@@ -36,13 +37,26 @@ class LocalCopy:
     def start_state(self) -> LSTMState:
         return LSTMState(self._state.h.numpy(), self._state.c.numpy())
 
+    def _step(self, observations: np.ndarray, starts: np.ndarray):
+        """The act graph on this batch. Its concrete function is called straight, with tensors: a tf.function
+        call first matches its arguments against its traces, about 0.5 ms of Python on this machine (the GIL
+        held) for each of a rollout's 11 calls (docs/benchmarks.md)."""
+        inputs = tf.nest.map_structure(tf.constant, network_inputs(observations))
+        starts = tf.constant(starts, tf.float32)
+        shapes = tuple(tuple(x.shape) for x in tf.nest.flatten(inputs))
+        trace = self._act_traces.get(shapes)
+        if trace is None:
+            trace = self._act_traces[shapes] = self._act.get_concrete_function(inputs, self._state.h,
+                                                                              self._state.c, starts)
+        return trace(inputs, self._state.h, self._state.c, starts)
+
     def act(self, observations: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        logits, values, h, c = self._act(network_inputs(observations), self._state.h, self._state.c, starts)
+        logits, values, h, c = self._step(observations, starts)
         self._state = LSTMState(h, c)
         return logits.numpy(), values.numpy()
 
     def value(self, observations: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        _, values, _, _ = self._act(network_inputs(observations), self._state.h, self._state.c, starts)
+        _, values, _, _ = self._step(observations, starts)
         return values.numpy()
 
     # ---- learning ----------------------------------------------------------------------------------
