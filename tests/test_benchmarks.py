@@ -393,6 +393,38 @@ def test_atari_time_splits_pongs_agent_steps_into_their_parts_with_the_atari_def
     assert two["frames_per_s"] == pytest.approx(4 * two["env_steps_per_s"])
 
 
+def test_learner_time_times_each_part_of_a_no_preset_maps_cycle_and_adds_them_up(tmp_path, monkeypatch):
+    """deadly_corridor run as a user's own map (--no-preset: combined actions with factorised heads, its game
+    variables as records), 4 games x 5-step rollouts: every part took time, and the cycle is act x 6 + the rest,
+    spread over 20 env steps. The learning rate is 0: timing never changes the weights it times."""
+    import json
+
+    monkeypatch.setattr(sys, "argv", ["learner_time.py", "--scenario", "deadly_corridor", "--calls", "5",
+                                      "--out", str(tmp_path), "--", "--no-preset", "--envs-per-worker", "4",
+                                      "--rollout", "5"])
+    learner_time = load_script("learner_time")
+    assert learner_time.main() == 0
+    report = json.loads((tmp_path / "learner_time.json").read_text())
+    assert report["config"]["policy_heads"] == "factorised" and report["actions"] > 10
+    parts = report["ms_per_call"]
+    assert list(parts) == ["act", "gradient", "apply", "sync"]
+    assert all(parts[p]["cpu_ms"] > 0 and parts[p]["wall_ms"] > 0 for p in parts)
+    cycle = 6 * parts["act"]["cpu_ms"] + parts["gradient"]["cpu_ms"] + parts["apply"]["cpu_ms"] + parts["sync"]["cpu_ms"]
+    assert report["cycle_cpu_ms"] == pytest.approx(cycle)
+    assert report["cpu_us_per_env_step"] == pytest.approx(1000 * cycle / 20)
+
+
+def test_learner_time_refuses_a_vector_env_with_one_line(capsys):
+    with pytest.raises(SystemExit, match="vector observations"):
+        load_script("learner_time").load_config(
+            argparse_namespace(config=None, scenario="CartPole-v1"), [], "/tmp/unused_model_dir")
+
+
+def argparse_namespace(**values):
+    import argparse
+    return argparse.Namespace(**values)
+
+
 # ---- benchmarks/shrink_gif.py -------------------------------------------------------------------------------------
 def test_shrink_gif_keeps_every_nth_frame_of_the_first_seconds_at_game_speed(tmp_path, monkeypatch):
     """30 frames of 100 ms (3 s of play); keep 2 s, one frame in 2: 10 frames of 200 ms, the same pictures."""
