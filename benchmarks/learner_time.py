@@ -39,7 +39,7 @@ WARMUP_CALLS = 3
 
 
 def observation_shape(config: TrainConfig) -> tuple[int, ...]:
-    """A frame as the config's games deliver it (vector envs: not measured here)."""
+    """A frame as a ViZDoom or Atari game of the config delivers it."""
     return (config.frame_size, config.frame_size, 3 if config.color else 1)
 
 
@@ -63,7 +63,8 @@ def time_calls(call: Callable[[], object], calls: int) -> dict[str, float]:
     cpu, wall = time.process_time(), time.perf_counter()
     for _ in range(calls):
         call()
-    return {"cpu_ms": 1000 * (time.process_time() - cpu) / calls, "wall_ms": 1000 * (time.perf_counter() - wall) / calls}
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return {"cpu_ms": 1000 * cpu / calls, "wall_ms": 1000 * wall / calls}
 
 
 def measure(config: TrainConfig, calls: int) -> dict:
@@ -105,8 +106,9 @@ def load_config(args: argparse.Namespace, train_flags: list[str], model_dir: str
     else:
         given = given_values(build_parser("train.py flags").parse_args(train_flags))
         config = resolve_new_run({**given, "scenario": args.scenario, "model_dir": model_dir, "gif_every": 0})
-    if config.env_kind not in ("doom", "atari", "image"):
-        raise SystemExit(f"error: {config.scenario} has vector observations; this script times image networks")
+    if config.env_kind not in ("doom", "atari"):  # a gymnasium image env's frames keep their own size
+        raise SystemExit(f"error: {config.scenario} is not a ViZDoom or Atari scenario; this script times their "
+                         f"networks")
     return dataclasses.replace(config, learning_rate=0.0)
 
 
@@ -127,7 +129,8 @@ def main() -> int:
           f"{report['config']['envs_per_worker']} games x {report['config']['rollout']}-step rollouts")
     print(f"{'part':<10}{'CPU ms/call':>12}{'wall ms/call':>13}")
     for part in PARTS:
-        print(f"{part:<10}{report['ms_per_call'][part]['cpu_ms']:>12.2f}{report['ms_per_call'][part]['wall_ms']:>13.2f}")
+        times = report["ms_per_call"][part]
+        print(f"{part:<10}{times['cpu_ms']:>12.2f}{times['wall_ms']:>13.2f}")
     print(f"cycle: {report['cycle_cpu_ms']:.1f} ms CPU, {report['cpu_us_per_env_step']:.0f} us per env step "
           f"without the games")
     with open(os.path.join(out, "learner_time.json"), "w") as handle:

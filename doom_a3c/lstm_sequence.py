@@ -4,7 +4,7 @@ The same numbers as calling the cell T times (tests/test_lstm_sequence.py checks
 TensorFlow's own differentiation of that loop), in about half the CPU time on this machine's 2 cores: the rollout's
 input projection is one matmul, and in the backward pass the weights' gradients are one matmul each over all T
 steps, where differentiating the loop makes T small outer products of the recurrent kernel's size and adds them up
-(docs/benchmarks.md, "The LSTM's backward pass"). Episode starts inside the rollout zero the carried state, as
+(docs/benchmarks.md, "The learning step, measured apart"). Episode starts inside the rollout zero the carried state, as
 `ActorCritic._core` does step by step.
 """
 from __future__ import annotations

@@ -415,7 +415,7 @@ def test_learner_time_times_each_part_of_a_no_preset_maps_cycle_and_adds_them_up
 
 
 def test_learner_time_refuses_a_vector_env_with_one_line(capsys):
-    with pytest.raises(SystemExit, match="vector observations"):
+    with pytest.raises(SystemExit, match="not a ViZDoom or Atari scenario"):
         load_script("learner_time").load_config(
             argparse_namespace(config=None, scenario="CartPole-v1"), [], "/tmp/unused_model_dir")
 
