@@ -20,7 +20,7 @@ from doom_a3c.periodic_evaluation import Evaluator, improves
 from doom_a3c.recording import write_video
 from doom_a3c.run_files import BEST, EVAL_CSV, LAST
 from doom_a3c.run_state import RunState
-from doom_a3c.summaries import RunLog, append_evaluation
+from doom_a3c.summaries import RunLog, append_evaluation, trim_evaluations
 
 POLL_SECONDS = 0.2
 FINAL_EVALUATION_SECONDS = 600.0  # bound on the evaluation at the end of a run (its games' watchdog acts first)
@@ -73,6 +73,8 @@ class Coordinator:
         self.best: BestCheckpoint | None = None
         # A resumed run keeps the best evaluation best.ckpt holds: only a better one replaces it.
         self.best_mean = best_evaluation_mean(config.model_dir) if resumed else None
+        if resumed:
+            trim_evaluations(os.path.join(config.model_dir, EVAL_CSV), self.run.counters.env_steps)
         if config.evaluate:
             try:  # here, in the main thread: Keras builds the evaluator's network
                 self.evaluator = Evaluator(config, backend.spec, self.run.counters)

@@ -31,6 +31,17 @@ def append_evaluation(path: str, row: dict[str, float]) -> None:
         os.fsync(handle.fileno())
 
 
+def trim_evaluations(path: str, env_steps: int) -> None:
+    """A resumed run's eval.csv keeps the evaluations its checkpoint covers (env_steps at most the checkpoint's):
+    after a crash the file may run ahead of it, and those steps are played again. best.ckpt is left as it is:
+    its weights were evaluated, and the checkpoint holds its own score."""
+    rows = read_progress(path)
+    kept = [r for r in rows if r["env_steps"] <= env_steps]
+    if len(kept) < len(rows):
+        lines = [",".join(EVAL_FIELDS)] + [",".join(_format(r[k]) for k in EVAL_FIELDS) for r in kept]
+        atomic_write_text(path, "\n".join(lines) + "\n")
+
+
 def read_progress(path: str) -> list[dict[str, float]]:
     if not os.path.exists(path):
         return []

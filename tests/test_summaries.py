@@ -4,7 +4,7 @@ import os
 import numpy as np
 
 from doom_a3c.config import TrainConfig
-from doom_a3c.summaries import RunLog, moving_mean, read_progress
+from doom_a3c.summaries import EVAL_FIELDS, RunLog, append_evaluation, moving_mean, read_progress, trim_evaluations
 
 
 def test_moving_mean_by_hand():
@@ -32,3 +32,19 @@ def test_run_log_writes_rows_and_curve_and_resumes_them(tmp_path):
     assert resumed.mean_reward() == 2.5
     resumed.close()
     assert len(read_progress(os.path.join(tmp_path, "progress.csv"))) == 4
+
+
+def test_a_resume_trims_eval_csv_to_the_checkpoint_it_resumes_from(tmp_path):
+    # Evaluations at 100, 200 and 300 env steps; a crash after the checkpoint at 250 steps: the one at 300 is
+    # dropped (those steps are played again), the others kept as written; a resume at 300 or more keeps all.
+    path = str(tmp_path / "eval.csv")
+    for steps, mean in ((100, 1.5), (200, -2.0), (300, 7.25)):
+        append_evaluation(path, dict(zip(EVAL_FIELDS, (steps / 10, steps, 4, mean, 0.5, mean - 1, mean + 1))))
+    trim_evaluations(path, 300)
+    assert [r["env_steps"] for r in read_progress(path)] == [100, 200, 300]
+    trim_evaluations(path, 250)
+    rows = read_progress(path)
+    assert [(r["env_steps"], r["mean"], r["min"]) for r in rows] == [(100, 1.5, 0.5), (200, -2.0, -3.0)]
+    assert open(path).readline().strip() == ",".join(EVAL_FIELDS)
+    trim_evaluations(str(tmp_path / "none.csv"), 0)  # no eval.csv yet: nothing to do
+    assert not os.path.exists(tmp_path / "none.csv")
