@@ -38,8 +38,13 @@ def trim_evaluations(path: str, env_steps: int) -> None:
     rows = read_progress(path)
     kept = [r for r in rows if r["env_steps"] <= env_steps]
     if len(kept) < len(rows):
-        lines = [",".join(EVAL_FIELDS)] + [",".join(_format(r[k]) for k in EVAL_FIELDS) for r in kept]
-        atomic_write_text(path, "\n".join(lines) + "\n")
+        write_rows(path, EVAL_FIELDS, kept)
+
+
+def write_rows(path: str, fields: list[str], rows: list[dict[str, float]]) -> None:
+    """A CSV of `fields` holding `rows`, replaced in one rename: a crash leaves the old file or the new one."""
+    lines = [",".join(fields)] + [",".join(_format(r[k]) for k in fields) for r in rows]
+    atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def read_progress(path: str) -> list[dict[str, float]]:
@@ -61,7 +66,7 @@ class RunLog:
         self.curve_steps = array("d", (r["env_steps"] for r in rows))
         self.curve_wall = array("d", (r["wall_s"] for r in rows))
         self.curve_rewards = array("d", (r["reward"] for r in rows))
-        self._write_csv_header(rows)
+        write_rows(self.csv_path, CSV_FIELDS, rows)
         self._csv = open(self.csv_path, "a", newline="")
         self._csv_writer = csv.writer(self._csv)
         self.recent_rewards: deque[float] = deque((r["reward"] for r in rows[-100:]), maxlen=100)
@@ -70,11 +75,6 @@ class RunLog:
         with self.writer.as_default():
             table = "\n".join(f"| {k} | {v} |" for k, v in sorted(vars(config).items()))
             tf.summary.text("Config/Hyperparameters", "| parameter | value |\n|---|---|\n" + table, step=0)
-
-    def _write_csv_header(self, rows: list[dict[str, float]]) -> None:
-        lines = [",".join(CSV_FIELDS)]
-        lines += [",".join(_format(r[k]) for k in CSV_FIELDS) for r in rows]
-        atomic_write_text(self.csv_path, "\n".join(lines) + "\n")
 
     def episode(self, wall_s: float, env_steps: int, episode: int, worker: int, reward: float, length: int,
                 mean_value: float) -> None:
