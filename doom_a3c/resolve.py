@@ -22,8 +22,8 @@ from typing import Any
 from doom_a3c.action_sets import (combined_action_heads, combined_actions, head_option_matrix, missing_buttons,
                                   single_button_actions)
 from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.scenarios import (ATARI, DOOM, IMAGE, VECTOR, environment_kind, find_doom_scenario, load_preset,
-                                own_map_defaults, preset_path, scenario_name)
+from doom_a3c.scenarios import (ATARI, DOOM, IMAGE, OWN_MAP_DEFAULTS, VECTOR, environment_kind, find_doom_scenario,
+                                load_preset, own_map_defaults, preset_path, scenario_name)
 
 KIND_NAMES = {DOOM: "a ViZDoom scenario", ATARI: "an Atari game", IMAGE: "an image-observation env",
               VECTOR: "a vector-observation env"}
@@ -70,7 +70,8 @@ def _preset_train_defaults(scenario: str, kind: str, preset: dict) -> tuple[dict
     """The preset's `[train]` table and where it comes from. Every Atari game first takes
     `scenarios/atari.toml`'s; a ViZDoom map with no preset (a user's own, or --no-preset) takes
     `scenarios/defaults/doom.toml`'s, the defaults measured to learn maps nobody tuned for."""
-    source = f"preset for {scenario} ({preset_path(scenario).name})"
+    source = f"preset for {scenario} ({preset_path(scenario).name}" + (
+        ", over defaults/doom.toml)" if preset.get("based_on") == OWN_MAP_DEFAULTS else ")")
     defaults = load_preset(ATARI).get("train", {}) if kind == ATARI else {}
     if kind == DOOM and not preset:
         defaults = own_map_defaults().get("train", {})
@@ -81,6 +82,11 @@ def _preset_train_defaults(scenario: str, kind: str, preset: dict) -> tuple[dict
     if unknown:
         raise ConfigError(f"{source} sets unknown options {unknown}")
     return defaults, source
+
+
+def _on_own_map_defaults(preset: dict) -> bool:
+    """No preset, or one that keeps only the facts of its map over scenarios/defaults/doom.toml."""
+    return not preset or preset.get("based_on") == OWN_MAP_DEFAULTS
 
 
 def _doom_cfg_lists(cfg_path: str) -> tuple[list[str], list[str]]:
@@ -135,10 +141,10 @@ def _doom_action_heads(config: TrainConfig, action_set: str, actions: list, butt
 def _doom_variables(name: str, config: TrainConfig, preset: dict[str, Any],
                     cfg_variables: list[str]) -> dict[str, Any]:
     """The game variables the network sees: the config's or the preset's list with its hand scales, else (with
-    --cfg-variables, on by default without a preset) every variable the .cfg lists, unscaled and standardised
+    --cfg-variables, on by default without a preset or over the defaults) every variable the .cfg lists, unscaled and standardised
     by running statistics (--normalize-variables, on by default for them)."""
     listed = config.game_variables or preset.get("game_variables")
-    use_cfg = config.cfg_variables if config.cfg_variables is not None else not preset
+    use_cfg = config.cfg_variables if config.cfg_variables is not None else _on_own_map_defaults(preset)
     if listed:
         variables = _named_values(name, "game_variables", listed)
     else:

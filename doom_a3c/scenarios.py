@@ -31,6 +31,8 @@ def _presets_dir() -> Path:
 
 PRESETS_DIR = _presets_dir()
 DOOM, ATARI, IMAGE, VECTOR = "doom", "atari", "image", "vector"
+# `based_on = "defaults"` in a preset: it starts from scenarios/defaults/doom.toml, what a map with no preset runs.
+OWN_MAP_DEFAULTS = "defaults"
 
 # Used for a bare .wad with no .cfg beside it: the buttons most Doom scenarios need.
 _DEFAULT_WAD_CFG = """\
@@ -85,7 +87,9 @@ def _read_toml(path: Path) -> dict:
 def load_preset(name: str, _seen: tuple[str, ...] = ()) -> dict:
     """The preset for a scenario name, {} when there is none. A preset with `based_on = "other"` starts from
     the other scenario's preset (its top level and its [train] table) and overrides what it sets itself, so
-    variants of one map (basic_audio, learning, ...) share the measured recipe instead of copying it."""
+    variants of one map (basic_audio, learning, ...) share the measured recipe instead of copying it.
+    `based_on = "defaults"` starts from what a map with no preset runs (`scenarios/defaults/doom.toml`): such a
+    preset keeps only the facts of its map (its target, a crop, ...) and says so by keeping that key."""
     path = preset_path(name)
     if not path.exists():
         return {}
@@ -93,13 +97,21 @@ def load_preset(name: str, _seen: tuple[str, ...] = ()) -> dict:
     base_name = preset.pop("based_on", None)
     if base_name is None:
         return preset
+    if base_name == OWN_MAP_DEFAULTS:
+        return _over(own_map_defaults(), {**preset, "based_on": OWN_MAP_DEFAULTS})
     seen = _seen + (name,)
     if base_name in seen:
         raise ConfigError(f"preset {path.name}: based_on = {base_name!r} is a cycle")
     if not preset_path(str(base_name)).exists():
         raise ConfigError(f"preset {path.name}: based_on = {base_name!r} is no such preset")
-    base = load_preset(str(base_name), seen)
-    return {**base, **preset, "train": {**base.get("train", {}), **preset.get("train", {})}}
+    return _over(load_preset(str(base_name), seen), preset)
+
+
+def _over(base: dict, preset: dict) -> dict:
+    """`preset` over `base`, top level and [train] table alike. A value the preset sets at its top level (frame_skip,
+    reward_scale, ...) also drops the base's [train] value of that name, which would otherwise win over it."""
+    base_train = {key: value for key, value in base.get("train", {}).items() if key not in preset}
+    return {**base, **preset, "train": {**base_train, **preset.get("train", {})}}
 
 
 def environment_kind(value: str) -> str:

@@ -1,4 +1,5 @@
 """TrainConfig validation, strict JSON round trip, flag overrides, and scenario resolution."""
+import dataclasses
 import json
 import os
 import shutil
@@ -405,6 +406,35 @@ def test_a_preset_based_on_another_takes_its_values_and_overrides_its_own(tmp_pa
     (tmp_path / "orphan.toml").write_text('based_on = "nowhere"\n')
     with pytest.raises(ConfigError, match="orphan.toml: based_on = 'nowhere' is no such preset"):
         scenarios.load_preset("orphan")
+
+
+def test_a_preset_based_on_the_defaults_keeps_their_values_under_its_own(tmp_path, monkeypatch):
+    """`based_on = "defaults"`: scenarios/defaults/doom.toml's [train] under the preset's own values; a top-level
+    value (frame_skip) drops the defaults' [train] value of that name, which would otherwise win over it; the
+    marker stays, through a variant too."""
+    import doom_a3c.scenarios as scenarios
+
+    defaults = scenarios.own_map_defaults()["train"]
+    monkeypatch.setattr(scenarios, "PRESETS_DIR", tmp_path)
+    monkeypatch.setattr(scenarios, "own_map_defaults", lambda: {"train": dict(defaults)})
+    (tmp_path / "maze.toml").write_text('based_on = "defaults"\ntarget_reward = 0.9\nframe_skip = 8\n'
+                                        '[train]\nrollout = 32\n')
+    (tmp_path / "maze_variant.toml").write_text('based_on = "maze"\ndescription = "x"\n')
+    expected_train = {**{k: v for k, v in defaults.items() if k != "frame_skip"}, "rollout": 32}
+    assert scenarios.load_preset("maze") == {"based_on": "defaults", "target_reward": 0.9, "frame_skip": 8,
+                                             "train": expected_train}
+    assert scenarios.load_preset("maze_variant") == {**scenarios.load_preset("maze"), "description": "x"}
+
+
+def test_my_way_home_runs_the_defaults_with_its_target(tmp_path):
+    """my_way_home's preset keeps only its facts (measured: the defaults learn it as well as its tuned preset did):
+    it resolves to exactly what --no-preset runs, .cfg game variables included."""
+    shipped = resolve_new_run({"scenario": "my_way_home", "model_dir": str(tmp_path)})
+    bare = resolve_new_run({"scenario": "my_way_home", "preset": False, "model_dir": str(tmp_path)})
+    differ = {f.name for f in dataclasses.fields(TrainConfig) if getattr(shipped, f.name) != getattr(bare, f.name)}
+    assert differ == {"preset"}
+    assert shipped.rollout == 20 and shipped.action_set == "combined" and shipped.normalize_returns
+    assert shipped.cfg_variables
 
 
 def test_basic_variants_resolve_to_basics_recipe(tmp_path, monkeypatch):
