@@ -121,7 +121,7 @@ def build_thread_run(config: TrainConfig, resume_prefix: str | None = None) -> T
     keras.utils.set_random_seed(config.seed)
     # Games first: with --env-processes their processes fork here, before TensorFlow starts any thread.
     games: list[GameBatch] = []
-    run = RunState()
+    run = RunState(max_steps=config.max_steps)
     try:
         for w in range(config.workers):
             games.append(worker_games(config, w, stop=run.stop))

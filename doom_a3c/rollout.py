@@ -105,6 +105,7 @@ class GameRunner:
         return actions
 
     def collect(self, steps: int) -> Rollout:
+        self.run.wait_if_budget_spent()
         batch = len(self.games)
         observations = np.empty((steps, batch, *self._observations.shape[1:]), self._observations.dtype)
         actions = np.empty((steps, batch), np.int32)

@@ -99,6 +99,7 @@ class Counters:
 class RunState:
     counters: Counters = field(default_factory=Counters)
     stop: threading.Event = field(default_factory=threading.Event)
+    max_steps: int = 0  # --max-steps (0: none): no rollout starts once the run's env steps reach it
     episodes: "queue.Queue[EpisodeResult]" = field(default_factory=queue.Queue)
     restarts: "queue.Queue[GameRestart]" = field(default_factory=queue.Queue)
     latest_metrics: dict[int, TrainMetrics] = field(default_factory=dict)
@@ -111,6 +112,13 @@ class RunState:
         with self.counters.lock:
             self.errors.append(error)
         self.stop.set()
+
+    def wait_if_budget_spent(self) -> None:
+        """A runner starts no rollout past --max-steps: it waits for the coordinator's stop (checked every 0.2 s,
+        later while it writes a GIF, when fast games had run hundreds of steps past the budget), then leaves."""
+        if self.max_steps and self.counters.env_steps >= self.max_steps:
+            self.stop.wait()
+            raise Stopped
 
     def finished_episodes(self) -> list[EpisodeResult]:
         """The episodes queued now (more may come while this runs: they wait for the next call)."""

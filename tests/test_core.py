@@ -205,3 +205,19 @@ def test_the_modes_are_siblings(mode):
     assert not graph[mode] & (modes - {mode})
     for core in ("rollout", "learning", "local_copy", "run_state", "build"):
         assert mode not in graph[core]
+
+
+def test_no_rollout_starts_once_the_step_budget_is_spent():
+    """A runner under --max-steps goes on; one at it waits for the coordinator's stop and leaves (Stopped), so a
+    coordinator that checks late (writing a GIF) cannot let fast games run far past the budget."""
+    from doom_a3c.run_state import RunState, Stopped
+
+    under = RunState(max_steps=100)
+    under.counters.add_steps(99)
+    under.wait_if_budget_spent()  # returns at once
+    RunState().wait_if_budget_spent()  # no budget
+    spent = RunState(max_steps=100)
+    spent.counters.add_steps(100)
+    spent.stop.set()
+    with pytest.raises(Stopped):
+        spent.wait_if_budget_spent()
