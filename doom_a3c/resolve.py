@@ -70,8 +70,8 @@ def _preset_train_defaults(scenario: str, kind: str, preset: dict) -> tuple[dict
     """The preset's `[train]` table and where it comes from. Every Atari game first takes
     `scenarios/atari.toml`'s; a ViZDoom map with no preset (a user's own, or --no-preset) takes
     `scenarios/defaults/doom.toml`'s, the defaults measured to learn maps nobody tuned for."""
-    source = f"preset for {scenario} ({preset_path(scenario).name}" + (
-        ", over defaults/doom.toml)" if preset.get("based_on") == OWN_MAP_DEFAULTS else ")")
+    over = ", over defaults/doom.toml" if preset and _on_own_map_defaults(preset) else ""
+    source = f"preset for {scenario} ({preset_path(scenario).name}{over})"
     defaults = load_preset(ATARI).get("train", {}) if kind == ATARI else {}
     if kind == DOOM and not preset:
         defaults = own_map_defaults().get("train", {})
@@ -141,8 +141,8 @@ def _doom_action_heads(config: TrainConfig, action_set: str, actions: list, butt
 def _doom_variables(name: str, config: TrainConfig, preset: dict[str, Any],
                     cfg_variables: list[str]) -> dict[str, Any]:
     """The game variables the network sees: the config's or the preset's list with its hand scales, else (with
-    --cfg-variables, on by default without a preset or over the defaults) every variable the .cfg lists, unscaled and standardised
-    by running statistics (--normalize-variables, on by default for them)."""
+    --cfg-variables, on by default without a preset or over the defaults) every variable the .cfg lists,
+    unscaled and standardised by running statistics (--normalize-variables, on by default for them)."""
     listed = config.game_variables or preset.get("game_variables")
     use_cfg = config.cfg_variables if config.cfg_variables is not None else _on_own_map_defaults(preset)
     if listed:
