@@ -113,7 +113,7 @@ def test_the_flag_and_its_resolved_heads(tmp_path):
     config = factorised_config(tmp_path)
     assert len(config.actions) == 54 and [len(head) for head in config.action_heads] == [3, 3, 2, 3]
     assert config.action_heads[0] == [NO_BUTTON, "MOVE_FORWARD", "MOVE_BACKWARD"]
-    flat = resolve_new_run({"scenario": "deadly_corridor", "action_set": "combined"})
+    flat = resolve_new_run({"scenario": "deadly_corridor", "action_set": "combined", "policy_heads": "flat"})
     assert flat.policy_heads == "flat" and flat.action_heads == [] and flat.actions == config.actions
     with pytest.raises(ConfigError, match="cannot change --policy-heads"):
         resolve_resumed_run(flat, {"policy_heads": "factorised"}, "the run")

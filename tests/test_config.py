@@ -426,11 +426,12 @@ def test_a_preset_based_on_the_defaults_keeps_their_values_under_its_own(tmp_pat
     assert scenarios.load_preset("maze_variant") == {**scenarios.load_preset("maze"), "description": "x"}
 
 
-def test_my_way_home_runs_the_defaults_with_its_target(tmp_path):
-    """my_way_home's preset keeps only its facts (measured: the defaults learn it as well as its tuned preset did):
-    it resolves to exactly what --no-preset runs, .cfg game variables included."""
-    shipped = resolve_new_run({"scenario": "my_way_home", "model_dir": str(tmp_path)})
-    bare = resolve_new_run({"scenario": "my_way_home", "preset": False, "model_dir": str(tmp_path)})
+@pytest.mark.parametrize("scenario", ["my_way_home", "deadly_corridor"])
+def test_a_shrunk_preset_runs_the_defaults_with_its_target(scenario, tmp_path):
+    """These presets keep only their facts (measured: the defaults learn each map as well as its tuned preset did):
+    each resolves to exactly what --no-preset runs, .cfg game variables included."""
+    shipped = resolve_new_run({"scenario": scenario, "model_dir": str(tmp_path)})
+    bare = resolve_new_run({"scenario": scenario, "preset": False, "model_dir": str(tmp_path)})
     differ = {f.name for f in dataclasses.fields(TrainConfig) if getattr(shipped, f.name) != getattr(bare, f.name)}
     assert differ == {"preset"}
     assert shipped.rollout == 20 and shipped.action_set == "combined" and shipped.normalize_returns

@@ -150,11 +150,12 @@ def resolved(scenario, tmp_path, **given):
 
 
 def test_combined_actions_press_every_button_they_list(tmp_path, monkeypatch):
-    """health_gathering's preset action TURN_LEFT + MOVE_FORWARD holds both buttons down in one step."""
+    """An action listing TURN_LEFT + MOVE_FORWARD (health_gathering's buttons) holds both down in one step."""
     from doom_a3c.doom_env import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
-    config = resolved("health_gathering", tmp_path)
+    config = resolved("health_gathering", tmp_path, policy_heads="flat",
+                      actions=[["TURN_LEFT"], ["MOVE_FORWARD"], ["TURN_LEFT", "MOVE_FORWARD"]])
     combo = config.actions.index(["TURN_LEFT", "MOVE_FORWARD"])
     env = DoomEnvironment(config)
     try:
@@ -193,7 +194,7 @@ def test_doom_game_variables_and_shaping_come_from_the_engine(tmp_path, monkeypa
     from doom_a3c.doom_env import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
-    config = resolved("health_gathering", tmp_path)
+    config = resolved("health_gathering", tmp_path, frame_skip=4, cfg_variables=False)
     config = config.__class__(**{**config.to_dict(), "game_variables": [["HEALTH", 0.01]],
                                  "reward_shaping": [["HEALTH", 1.0]]})
     env = DoomEnvironment(config)
@@ -222,9 +223,15 @@ def test_doom_game_variables_and_shaping_come_from_the_engine(tmp_path, monkeypa
 
 def test_preset_game_variables_and_shaping_round_trip_through_the_saved_config(tmp_path, monkeypatch):
     """The preset's lists are resolved into the config, kept in strict JSON and read back the same."""
+    from doom_a3c import resolve
+
     monkeypatch.chdir(tmp_path)
+    preset = {"game_variables": [["HEALTH", 0.01]], "reward_shaping": [["HEALTH", 1.0]],
+              "actions": [["TURN_LEFT"], ["TURN_LEFT", "MOVE_FORWARD"]]}
+    monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
     config = resolved("health_gathering", tmp_path)
-    assert config.game_variables and all(len(pair) == 2 for pair in config.game_variables)
+    assert (config.game_variables, config.reward_shaping, config.actions) == (
+        preset["game_variables"], preset["reward_shaping"], preset["actions"])
     text = config.to_json()
     back = TrainConfig.from_dict(json.loads(text))
     assert back.game_variables == config.game_variables
