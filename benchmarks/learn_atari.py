@@ -1,16 +1,19 @@
 #!/usr/bin/env python
 """How does train.py learn an Atari game? Trains once for a time budget and reports the curve.
 
-    python benchmarks/learn_atari.py --game Pong --minutes 120 [--seed 0] [-- extra train.py flags]
+    python benchmarks/learn_atari.py --game Pong --minutes 60 [--seed 0] [--target 18] [-- extra train.py flags]
+    python benchmarks/learn_atari.py --game Breakout --minutes 180 --window 100 --target 100
 
 The game is `ALE/<Game>-v5` (sticky actions, repeat_action_probability 0.25) unless --env-id names
 another id. Scores are the true game scores from progress.csv (whole games, unclipped). Prints the
-curve as mean-10 score against environment steps (agent steps; x4 for emulator frames) and wall
-time, then the best mean-10 and when it was first reached.
+curve as the mean score of the last --window games against wall time, agent steps and emulator
+frames (agent steps x the frame skip), then the best mean and when it was first reached, and when the
+mean first reached --target.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -31,6 +34,17 @@ def mean_curve(rows: list[dict[str, float]], window: int = 10) -> list[tuple[flo
     return [(rows[i]["wall_s"], int(rows[i]["env_steps"]), float(means[i])) for i in range(window - 1, len(rows))]
 
 
+def read_frame_skip(run_dir: str) -> int:
+    """Emulator frames per agent step, from the run's saved config."""
+    with open(os.path.join(run_dir, "config.json")) as handle:
+        return int(json.load(handle)["frame_skip"])
+
+
+def first_reaching(curve: list[tuple[float, int, float]], target: float) -> tuple[float, int, float] | None:
+    """The first point of the curve whose mean is at least `target`, or None."""
+    return next((point for point in curve if point[2] >= target), None)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", default="Pong", help="ALE game name: Pong, Breakout, SpaceInvaders, ...")
@@ -38,6 +52,8 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, required=True, help="training time budget")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--points", type=int, default=20, help="rows of the printed curve")
+    parser.add_argument("--window", type=int, default=10, help="games in the moving mean (10 for Pong, 100 for Breakout)")
+    parser.add_argument("--target", type=float, default=None, help="report when the moving mean first reached this")
     parser.add_argument("--out", default=None, help="run folder (default: a temporary folder)")
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
@@ -55,17 +71,26 @@ def main() -> int:
     rows = read_progress(os.path.join(out, "progress.csv"))
     print(f"{env_id}: {len(rows)} games in {time.time() - started:.0f} s "
           f"({int(rows[-1]['env_steps']) if rows else 0:,} agent steps)")
-    curve = mean_curve(rows)
+    frame_skip = read_frame_skip(out)
+    name = f"mean-{args.window}"
+    curve = mean_curve(rows, args.window)
     if not curve:
-        print("fewer than 10 games finished: no mean-10 yet")
+        print(f"fewer than {args.window} games finished: no {name} yet")
         return 0
-    print(f"{'minutes':>8} {'agent steps':>12} {'mean-10 score':>14}")
+    print(f"{'minutes':>8} {'agent steps':>12} {'frames':>12} {name + ' score':>15}")
     stride = max(1, len(curve) // args.points)
     for wall, steps, mean in curve[::stride] + ([curve[-1]] if (len(curve) - 1) % stride else []):
-        print(f"{wall / 60:8.1f} {steps:12,} {mean:14.1f}")
+        print(f"{wall / 60:8.1f} {steps:12,} {steps * frame_skip:12,} {mean:15.1f}")
+
+    def when(point: tuple[float, int, float]) -> str:
+        return f"{point[0] / 60:.1f} min ({point[1]:,} agent steps, {point[1] * frame_skip:,} frames)"
+
     best = max(curve, key=lambda point: point[2])
-    print(f"best mean-10 {best[2]:.1f}, first reached at {best[0] / 60:.1f} min ({best[1]:,} agent steps); "
-          f"outputs in {out}")
+    print(f"best {name} {best[2]:.1f}, first reached at {when(best)}; final {name} {curve[-1][2]:.1f}")
+    if args.target is not None:
+        reached = first_reaching(curve, args.target)
+        print(f"{name} >= {args.target:g}: " + (f"first at {when(reached)}" if reached else "not reached"))
+    print(f"outputs in {out}")
     return 0
 
 
