@@ -1,14 +1,21 @@
 #!/usr/bin/env python
-"""How does train.py learn an Atari game? Trains once for a time budget and reports the curve.
+"""How does train.py learn an Atari game (or any gymnasium image env)? Trains once for a time budget and
+reports the curve.
 
     python benchmarks/learn_atari.py --game Pong --minutes 60 [--seed 0] [--target 18] [-- extra train.py flags]
     python benchmarks/learn_atari.py --game Breakout --minutes 180 --window 100 --target 100
+    python benchmarks/learn_atari.py --game Breakout --minutes 90 --window 100 --target 100 --out DIR --resume
+    python benchmarks/learn_atari.py --env-id VizdoomCorridor-v0 --minutes 30 --random-episodes 20
+
+--resume continues the run in --out for --minutes more (a long budget in legs): the curve is the whole
+run's, its minutes counted across legs (train.py keeps the wall clock in the checkpoint).
 
 The game is `ALE/<Game>-v5` (sticky actions, repeat_action_probability 0.25) unless --env-id names
 another id. Scores are the true game scores from progress.csv (whole games, unclipped). Prints the
 curve as the mean score of the last --window games against wall time, agent steps and emulator
 frames (agent steps x the frame skip), then the best mean and when it was first reached, and when the
-mean first reached --target.
+mean first reached --target. --random-episodes plays that many games with uniformly random actions
+after training, for the baseline.
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.learn_scenarios import random_policy_score  # noqa: E402
 from benchmarks.trainer_child import run_trainer  # noqa: E402
 from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
 
@@ -55,13 +63,18 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=10, help="games in the moving mean (10 for Pong, 100 for Breakout)")
     parser.add_argument("--target", type=float, default=None, help="report when the moving mean first reached this")
     parser.add_argument("--out", default=None, help="run folder (default: a temporary folder)")
+    parser.add_argument("--random-episodes", type=int, default=0,
+                        help="after training, also play this many games with uniformly random actions (a baseline)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out for --minutes more")
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
     env_id = args.env_id or f"ALE/{args.game}-v5"
+    if args.resume and not (args.out and os.path.exists(os.path.join(args.out, "config.json"))):
+        parser.error("--resume needs --out naming a run folder with a config.json")
     out = args.out or tempfile.mkdtemp(prefix=f"learn_{args.game.lower()}_")
     command = [sys.executable, os.path.join(ROOT, "train.py"), "--scenario", env_id, "--seed", str(args.seed),
                "--max-minutes", str(args.minutes), "--model-dir", out, "--frames-dir", os.path.join(out, "frames"),
-               "--log-every-seconds", "60", *extra]
+               "--log-every-seconds", "60", *(["--resume"] if args.resume else []), *extra]
     print("$", " ".join(command), flush=True)
     started = time.time()
     returncode = run_trainer(command)
@@ -90,6 +103,9 @@ def main() -> int:
     if args.target is not None:
         reached = first_reaching(curve, args.target)
         print(f"{name} >= {args.target:g}: " + (f"first at {when(reached)}" if reached else "not reached"))
+    if args.random_episodes:
+        random_mean = random_policy_score(env_id, args.random_episodes, args.seed, out)
+        print(f"uniformly random actions: mean {random_mean:.1f} over {args.random_episodes} games")
     print(f"outputs in {out}")
     return 0
 
