@@ -5,7 +5,7 @@ reports the curve.
     python benchmarks/learn_atari.py --game Pong --minutes 60 [--seed 0] [--target 18] [-- extra train.py flags]
     python benchmarks/learn_atari.py --game Breakout --minutes 180 --window 100 --target 100
     python benchmarks/learn_atari.py --game Breakout --minutes 90 --window 100 --target 100 --out DIR --resume
-    python benchmarks/learn_atari.py --env-id VizdoomCorridor-v0 --minutes 30 --random-episodes 20
+    python benchmarks/learn_atari.py --env-id VizdoomDeadlyCorridor-v1 --minutes 30 --random-episodes 20
 
 --resume continues the run in --out for --minutes more (a long budget in legs): the curve is the whole
 run's, its minutes counted across legs (train.py keeps the wall clock in the checkpoint).
