@@ -1,11 +1,15 @@
 """`pip install .` into a fresh virtual environment, then the installed commands from another folder: --help, a
 500-step training that finds its preset and leashes its engines, and play on its checkpoint.
 
-The venv sees the system's site-packages (TensorFlow and friends are not downloaded again) and the package is
-installed without its dependencies and without build isolation, so the test needs no network; what it checks is
-the package itself: its modules, presets, engine leash and console scripts."""
+The venv sees the site-packages of the Python running the tests through a .pth file (TensorFlow and friends are not
+downloaded again; `--system-site-packages` would show the base interpreter's instead, which in a virtual environment
+has none of them), and the package is built the way a user's `pip install .` builds it: in pip's isolated build
+environment, with the setuptools pyproject.toml asks for, whatever setuptools and wheel the test's Python holds (a
+fresh Python 3.11 has setuptools 65.5, and wheel 0.46+ no longer provides `bdist_wheel`: a build without isolation
+failed there). What it checks is the package itself: its modules, presets, engine leash and console scripts."""
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -35,11 +39,14 @@ def venv(tmp_path_factory):
             shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(path, source / name)
-    proc = run([sys.executable, "-m", "venv", "--system-site-packages", base / "venv"], base)
+    proc = run([sys.executable, "-m", "venv", base / "venv"], base)
     assert proc.returncode == 0, proc.stderr
-    pip = [base / "venv" / "bin" / "python", "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-           "--no-index", "-q", source]
-    proc = run(pip, base)
+    venv_python = base / "venv" / "bin" / "python"
+    proc = run([venv_python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], base)
+    assert proc.returncode == 0, proc.stderr
+    # After the venv's own site-packages on sys.path: the installed doom_a3c comes first, the dependencies after.
+    Path(proc.stdout.strip(), "test_python_packages.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    proc = run([venv_python, "-m", "pip", "install", "--no-deps", "-q", "--disable-pip-version-check", source], base)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return base / "venv"
 
