@@ -14,8 +14,9 @@ The game is `ALE/<Game>-v5` (sticky actions, repeat_action_probability 0.25) unl
 another id. Scores are the true game scores from progress.csv (whole games, unclipped). Prints the
 curve as the mean score of the last --window games against wall time, agent steps and emulator
 frames (agent steps x the frame skip), then the best mean and when it was first reached, and when the
-mean first reached --target. --random-episodes plays that many games with uniformly random actions
-after training, for the baseline.
+mean first reached --target. Then the mean at 1M, 2.5M and 5M agent steps beside the published anchors'
+(ANCHORS: their scores at the same agent steps), and every 10 minutes. --random-episodes plays that many
+games with uniformly random actions after training, for the baseline.
 """
 from __future__ import annotations
 
@@ -34,6 +35,39 @@ sys.path.insert(0, ROOT)
 from benchmarks.learn_scenarios import random_policy_score  # noqa: E402
 from benchmarks.trainer_child import run_trainer  # noqa: E402
 from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
+
+
+MILESTONES = (1_000_000, 2_500_000, 5_000_000)  # agent steps
+# Published scores at those agent steps (issue 53 names the sources). RLlib's A2C: ray-project/rl-experiments,
+# atari-a2c/results/A2C_BreakoutNoFrameskip-v4_0_*/progress.csv, the row nearest each milestone (feed-forward,
+# 4-frame stack, 25 games x 20 steps, RMSProp 7e-4 annealed, no sticky actions). Dopamine's DQN and Rainbow use
+# sticky actions as the v5 ids do; their figure is at 6.25M agent steps (25M frames), the nearest milestone's.
+ANCHORS = {
+    "Breakout": {"RLlib A2C (v4)": {1_000_000: 23.3, 2_500_000: 133.7, 5_000_000: 302.6},
+                 "Dopamine DQN (sticky, at 6.25M)": {5_000_000: 63.0}},
+    "Pong": {"Dopamine Rainbow (sticky, at 6.25M)": {5_000_000: 18.9}},
+}
+
+
+def mean_at(curve: list[tuple[float, int, float]], index: int, at: float) -> tuple[float, int, float] | None:
+    """The curve's first point whose field `index` (0: wall seconds, 1: agent steps) is at least `at`."""
+    return next((point for point in curve if point[index] >= at), None)
+
+
+def milestone_lines(curve: list[tuple[float, int, float]], game: str, name: str) -> list[str]:
+    """The mean at each milestone of agent steps with the anchors' scores there, then at every 10 minutes."""
+    lines = []
+    for steps in MILESTONES:
+        point = mean_at(curve, 1, steps)
+        anchors = ", ".join(f"{who} {scores[steps]:g}" for who, scores in ANCHORS.get(game, {}).items()
+                            if steps in scores)
+        ours = f"{point[2]:.1f} (at {point[0] / 60:.1f} min)" if point else "not reached"
+        lines.append(f"{name} at {steps / 1e6:g}M agent steps: {ours}" + (f"; {anchors}" if anchors else ""))
+    minutes = 10
+    while (point := mean_at(curve, 0, minutes * 60)) is not None:
+        lines.append(f"{name} at {minutes} min: {point[2]:.1f} ({point[1]:,} agent steps)")
+        minutes += 10
+    return lines
 
 
 def mean_curve(rows: list[dict[str, float]], window: int = 10) -> list[tuple[float, int, float]]:
@@ -103,6 +137,8 @@ def main() -> int:
     if args.target is not None:
         reached = first_reaching(curve, args.target)
         print(f"{name} >= {args.target:g}: " + (f"first at {when(reached)}" if reached else "not reached"))
+    for line in milestone_lines(curve, args.game if not args.env_id else "", name):
+        print(line)
     if args.random_episodes:
         random_mean = random_policy_score(env_id, args.random_episodes, args.seed, out)
         print(f"uniformly random actions: mean {random_mean:.1f} over {args.random_episodes} games")

@@ -39,8 +39,9 @@ WARMUP_CALLS = 3
 
 
 def observation_shape(config: TrainConfig) -> tuple[int, ...]:
-    """A frame as a ViZDoom or Atari game of the config delivers it."""
-    return (config.frame_size, config.frame_size, 3 if config.color else 1)
+    """A frame (with --frame-stack K, K of them on the channel axis) as a ViZDoom or Atari game of the config
+    delivers it."""
+    return (config.frame_size, config.frame_size, (3 if config.color else 1) * (config.frame_stack or 1))
 
 
 def random_observations(config: TrainConfig, rng: np.random.Generator, *batch: int) -> np.ndarray:

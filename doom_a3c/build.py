@@ -99,6 +99,9 @@ def build_global(config: TrainConfig, spec: EnvSpec, resume_prefix: str | None =
         saved.config_json.assign(config.to_json())  # the resumed run's config from now on
         learner.counters.env_steps = int(saved.env_steps.numpy())
         learner.counters.updates = int(saved.updates.numpy())
+        # The learning-rate schedule goes on over the run's whole training time, earlier legs included.
+        learner.clock.earlier_seconds = float(saved.wall_seconds.numpy())
+        learner.learning_rate = learner.scheduled_learning_rate()
     return GlobalParts(learner, saved, Checkpointer(config.model_dir, checkpoint, saved, config.keep_checkpoints))
 
 

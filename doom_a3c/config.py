@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MIN_FRAME_SIZE = 20  # conv 8x8/4 then 4x4/2 leave a 1x1 map
+MAX_FRAME_STACK = 16  # 16 84x84 grey frames: 113 KB an observation, 16x the rollouts' and GA3C batches' memory
 ENV_KINDS = ("doom", "atari", "image", "vector")
 POLICY_HEADS = ("flat", "factorised")
+OPTIMIZERS = ("adam", "rmsprop")
+RMSPROP_STYLES = ("tf1", "keras")
 
 
 class ConfigError(ValueError):
@@ -70,6 +73,11 @@ class TrainConfig:
                             "84; 42 costs a third of the network's compute per frame)")
     color: bool | None = _flag(None, "the network sees RGB frames (3 channels) instead of grey ones: ViZDoom "
                                "scenarios and image envs", shown_default="the preset's, else off")
+    frame_stack: int | None = _flag(None, "the network sees the last K preprocessed frames stacked on the channel "
+                                    "axis ([84, 84, K] grey, [84, 84, 3K] colour), the older ones zeros at an "
+                                    "episode's start and after a lost life: ViZDoom, Atari and image envs (vector "
+                                    "envs: 1). Saved, so play.py, --resume and --export stack as trained",
+                                    shown_default="the preset's, else 1")
     preset: bool = _flag(True, "take the values the scenario's preset (scenarios/NAME.toml) sets; --no-preset runs a "
                          "shipped scenario exactly as a user's own .cfg: a ViZDoom map then takes "
                          "scenarios/defaults/doom.toml, the values for a map nobody tuned (Atari games keep "
@@ -170,13 +178,29 @@ class TrainConfig:
                                   "entropy is below F times that of a uniform policy, and sinks back to it above "
                                   "(one-sided automatic temperature: doom_a3c/entropy_target.py); 0: fixed weight")
     clip_norm: float = _flag(40.0, "clip gradients at this global norm")
-    optimizer: str = _flag("adam", "shared optimizer", choices=["adam", "rmsprop"])
+    optimizer: str = _flag("adam", "the one optimizer every worker's gradient goes through (its statistics shared, as "
+                           "the A3C paper's shared RMSProp); fixed for a run: --resume cannot change it",
+                           choices=list(OPTIMIZERS))
+    rmsprop_decay: float = _flag(0.99, "--optimizer rmsprop: decay of the running mean square of the gradient "
+                                 "(TensorFlow 1's decay, Keras' rho; the A3C paper and A2C: 0.99)")
+    rmsprop_epsilon: float = _flag(1e-5, "--optimizer rmsprop: added to the mean square inside the square root, "
+                                   "w -= lr * g / sqrt(ms + eps) (A2C: 1e-5; --rmsprop-style keras needs a larger "
+                                   "one, such as the 0.1 it had before issue 53)")
+    rmsprop_style: str = _flag("tf1", "--optimizer rmsprop: 'tf1' starts the mean square at 1, as TensorFlow 1's "
+                               "RMSPropOptimizer did for the A3C paper and A2C (first updates about lr * g); 'keras' "
+                               "is Keras 3's RMSprop, which starts it at 0 (first updates about 10 lr * sign(g) with "
+                               "a small epsilon). Both put epsilon inside the root; doom_a3c/optimizers.py",
+                               choices=list(RMSPROP_STYLES))
     learning_rate: float = _flag(3e-4, "optimizer learning rate (the seed used 1e-4 with one game per worker; 4 "
                                  "batched games per worker learn basic.wad fastest with 3e-4)")
     lstm_size: int = _flag(256, "LSTM cell size")
     lstm: bool = _flag(True, "the LSTM core; --no-lstm feeds the torso to the policy and value heads directly")
     hidden_size: int = _flag(256, "units of the dense layer after the conv torso (images), or of each of the two "
                              "dense layers of the vector torso (vector observations such as CartPole's)")
+    weight_init: str = _flag("glorot", "initial weights: 'glorot' (the seed's; policy and value heads' columns scaled "
+                             "to norm 0.01 and 1) or 'orthogonal' (gain sqrt(2) in the torso, 1 in the LSTM, 0.01 and 1 "
+                             "in the policy and value heads, as the A2C and PPO Atari baselines)",
+                             choices=["glorot", "orthogonal"])
     separate_networks: bool = _flag(False, "separate actor and critic networks (seed 001): the value head gets its "
                                     "own torso and LSTM instead of sharing the policy's")
     advantage: str = _flag("gae", "advantage estimator: 'gae' (--gae-lambda; lambda 1 = the seed's discounted "
@@ -199,14 +223,20 @@ class TrainConfig:
                                "'normalize' caps each tensor's average norm at --normalize-norm (seed 002)",
                                choices=["clip", "normalize"])
     normalize_norm: float = _flag(0.1, "per-element norm bound of --gradient-mode normalize (seed 002: 0.1)")
-    lr_schedule: str = _flag("constant", "'linear' anneals the learning rate to 0 over --max-steps (A3C paper)",
+    lr_schedule: str = _flag("constant", "'linear' anneals the learning rate to 0 over the run's budget (A3C paper): "
+                             "lr * (1 - f), f the larger of env steps / --max-steps and training time / "
+                             "--max-minutes, over the budgets given, so it reaches 0 when the first one ends the run. "
+                             "--max-minutes counts each leg of a --resume'd run: the time budget is then the time "
+                             "trained before it plus --max-minutes, and the rate goes on from the share of it spent; a "
+                             "preset's linear with neither budget given runs as constant",
                              choices=["constant", "linear"])
     frame_norm: str = _flag("standardize", "input frames are scaled to [0, 1]; 'standardize' then gives each frame "
                             "zero mean and unit variance (learns Doom's small targets several times faster), "
                             "'scale' stops there as the seed does", choices=["standardize", "scale"])
     # --- budget and stopping ---
     max_steps: int = _flag(0, "stop after this many environment steps in total (0 = no limit)")
-    max_minutes: float = _flag(0.0, "stop after this many minutes of wall time (0 = no limit)")
+    max_minutes: float = _flag(0.0, "stop after this many minutes of wall time (0 = no limit); counted from the "
+                               "start of each leg: a --resume'd run trains this long again")
     target_reward: float | None = _flag(None, "stop when the mean unscaled reward of the last 100 episodes reaches "
                                         "this (default: never)")
     # --- evaluation during training (doom_a3c/periodic_evaluation.py) ---
@@ -263,6 +293,10 @@ class TrainConfig:
         for name in ("learning_rate", "clip_norm", "normalize_norm", "return_scale_floor"):
             if not getattr(self, name) > 0:  # NaN fails too
                 raise ConfigError(f"--{flag_name(name)} must be > 0, got {getattr(self, name)}")
+        stack = self.frame_stack  # None: the preset's; a preset's value is checked here too
+        if stack is not None and (type(stack) is not int or not 1 <= stack <= MAX_FRAME_STACK):
+            raise ConfigError(f"--frame-stack must be a whole number from 1 to {MAX_FRAME_STACK}, "
+                              f"got {self.frame_stack!r}")
         if self.frame_size < MIN_FRAME_SIZE:
             raise ConfigError(f"--frame-size must be >= {MIN_FRAME_SIZE} (the conv torso's smallest input), "
                               f"got {self.frame_size}")
@@ -283,8 +317,17 @@ class TrainConfig:
         if self.distributed == "ray" and self.trainer == "ga3c":
             raise ConfigError("--distributed ray runs A3C workers (each with its own local copy); "
                               "--trainer ga3c runs in one process: use one or the other")
-        if self.lr_schedule == "linear" and not self.max_steps:
-            raise ConfigError("--lr-schedule linear anneals to 0 over --max-steps: give --max-steps too")
+        if self.lr_schedule == "linear" and not (self.max_steps or self.max_minutes):
+            raise ConfigError("--lr-schedule linear anneals to 0 over the run's budget: give --max-steps or "
+                              "--max-minutes too")
+        if self.optimizer not in OPTIMIZERS:  # the Python API has no argparse choices
+            raise ConfigError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        if self.rmsprop_style not in RMSPROP_STYLES:
+            raise ConfigError(f"--rmsprop-style must be one of {', '.join(RMSPROP_STYLES)}, got {self.rmsprop_style!r}")
+        if not 0.0 <= self.rmsprop_decay < 1.0:  # NaN fails too
+            raise ConfigError(f"--rmsprop-decay must be in [0, 1), got {self.rmsprop_decay}")
+        if not (self.rmsprop_epsilon > 0 and math.isfinite(self.rmsprop_epsilon)):
+            raise ConfigError(f"--rmsprop-epsilon must be a finite number > 0, got {self.rmsprop_epsilon}")
         return self
 
     def is_resolved(self) -> bool:

@@ -32,18 +32,23 @@ import numpy as np
 
 from doom_a3c.config import TrainConfig, one_line
 from doom_a3c.environment import Environment, EnvSpec, spec_of
+from doom_a3c.frame_stack import stack_frames
 from doom_a3c.run_state import GameProcessLost, Stopped
 
 
 def make_environment(config: TrainConfig, seed: int) -> Environment:
-    """One game of the resolved config's environment, whichever of the three kinds it is."""
+    """One game of the resolved config's environment, whichever of the kinds it is, as the network sees it: every
+    game of a run (workers' and their child processes', the evaluator's, play.py's, make_env's) is made here, so
+    that --frame-stack stacks its frames alike everywhere."""
     if config.env_kind == "doom":
         from doom_a3c.doom_env import DoomEnvironment
 
-        return DoomEnvironment(config, seed)
-    from doom_a3c.gym_envs import make_gym_environment
+        game: Environment = DoomEnvironment(config, seed)
+    else:
+        from doom_a3c.gym_envs import make_gym_environment
 
-    return make_gym_environment(config, seed)
+        game = make_gym_environment(config, seed)
+    return stack_frames(game, config.frame_stack or 1)
 
 
 class BatchStep(NamedTuple):

@@ -3,7 +3,8 @@ to run without doom_a3c: observation + LSTM state in; action probabilities, valu
 
 Signature `serving_default` (also the `step` attribute of the loaded object), B games at once:
 
-    inputs   observation     [B, *obs]  uint8 frames as the env gives them (Doom, Atari), float32 for vectors
+    inputs   observation     [B, *obs]  uint8 frames as the env gives them (Doom, Atari; with --frame-stack K the
+                                        last K frames on the channel axis: policy.json), float32 for vectors
              game_variables  [B, V]     float32, only for scenarios that feed game variables to the network: as
                                         the env gives them (each times its config scale); with
                                         normalize_variables the step standardises them itself, by the
@@ -19,7 +20,9 @@ Signature `serving_default` (also the `step` attribute of the loaded object), B 
 `policy.tflite` is the same step for one game at a time (B = 1).
 `policy.json` beside it names the actions and holds the observation shape, state size and the run's config
 (frame skip, frame size, crop: the preprocessing a user's own env must repeat); `action_heads` lists a factorised
-policy's heads (each as its options' names, doom_a3c/action_sets.py), [] for a flat softmax.
+policy's heads (each as its options' names, doom_a3c/action_sets.py), [] for a flat softmax. `frame_stack` K > 1:
+`observation` is the last K preprocessed frames (`frame_shape` each) side by side on the channel axis, the oldest
+first, the older ones zeros at an episode's start and after an Atari life lost (doom_a3c/frame_stack.py).
 """
 from __future__ import annotations
 
@@ -74,15 +77,17 @@ def export_policy(agent, directory: str) -> ExportedPolicy:
     ensure_writable_dir(directory, "--export")
     net, spec = agent.net, agent.spec
     dtype = tf.uint8 if net.torso == "conv" else tf.float32
-    frame_shape = tuple(spec.observation_shape)
-    module = PolicyStep(net, frame_shape, dtype)
+    observation_shape = tuple(spec.observation_shape)  # [H, W, K * C] with a frame stack of K
+    stack = int(agent.config.frame_stack or 1)
+    one_frame = [*observation_shape[:-1], observation_shape[-1] // stack] if net.torso == "conv" else None
+    module = PolicyStep(net, observation_shape, dtype)
     saved_model = os.path.join(directory, "saved_model")
     tf.saved_model.save(module, saved_model, signatures={"serving_default": module.step})
     metadata = os.path.join(directory, "policy.json")
     with open(metadata, "w") as handle:
         json.dump({"checkpoint": agent.checkpoint, "scenario": agent.config.scenario,
                    "action_names": list(spec.action_names), "action_heads": agent.config.action_heads,
-                   "observation_shape": list(frame_shape),
+                   "observation_shape": list(observation_shape), "frame_stack": stack, "frame_shape": one_frame,
                    "observation_dtype": dtype.name, "game_variables": agent.config.game_variables,
                    "state_size": int(net.state_size), "seconds_per_step": spec.seconds_per_step,
                    "config": agent.config.to_dict()}, handle, indent=2)

@@ -27,11 +27,12 @@ from doom_a3c.gradients import process_gradients
 from doom_a3c.losses import a3c_loss
 from doom_a3c.network import STATISTICS_CARRIER, ActorCritic, LSTMState
 from doom_a3c.normalization import moments_update, return_scale, return_targets, variable_targets
-from doom_a3c.quiet_import import keras, tf
+from doom_a3c.optimizers import build_optimizer
+from doom_a3c.quiet_import import tf
 from doom_a3c.returns import discounted_returns, generalized_advantages, n_step_targets, standardized
 from doom_a3c.rollout import Rollout
 from doom_a3c.run_state import Counters, TrainMetrics
-from doom_a3c.schedules import learning_rate_at
+from doom_a3c.schedules import RunClock, learning_rate_at
 
 
 class Gradient(NamedTuple):
@@ -131,30 +132,28 @@ class GradientStep:
         return Gradient(grads, finite, *(float(s) for s in scalars), weight)
 
 
-def build_optimizer(config: TrainConfig) -> keras.optimizers.Optimizer:
-    if config.optimizer == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate=config.learning_rate, rho=0.99, epsilon=0.1)
-    return keras.optimizers.Adam(learning_rate=config.learning_rate)
-
-
 def all_finite(grads: Sequence) -> bool:
     return all(g is not None and bool(np.all(np.isfinite(g))) for g in grads)
 
 
 class GlobalLearner:
-    """The global network and the one shared optimizer, fed by every worker."""
+    """The global network and the one shared optimizer, fed by every worker: one set of optimizer statistics
+    (Adam's moments, RMSProp's mean squares) for all of them, as the A3C paper's shared RMSProp. `clock` is the run's
+    training time, which --lr-schedule linear anneals over with --max-minutes (restored and started by the run)."""
 
-    def __init__(self, config: TrainConfig, net: ActorCritic, counters: Counters | None = None):
+    def __init__(self, config: TrainConfig, net: ActorCritic, counters: Counters | None = None,
+                 clock: RunClock | None = None):
         self.config = config
         self.net = net
         self.counters = counters or Counters()
+        self.clock = clock or RunClock()
         self.optimizer = build_optimizer(config)
         # Gradient slots of the running statistics carry their updates, added, not optimised (GradientStep).
         self._statistics_slots = net.statistics_slots()
         self._learned_slots = [i for i in range(len(net.trainable_variables)) if i not in self._statistics_slots]
         # Keras builds optimizer slots lazily; threads racing into that build corrupt it.
         self.optimizer.build(net.learned_variables)
-        self.learning_rate = float(config.learning_rate)
+        self.learning_rate = self.scheduled_learning_rate()
         # Keras optimizers keep unsynchronised slots and counters: one update at a time.
         self._lock = threading.Lock()
         self._apply = tf.function(self._apply_graph)
@@ -174,12 +173,16 @@ class GlobalLearner:
         if finite is None:
             finite = len(grads) == len(variables) and all_finite(grads)
         if finite:
-            self.learning_rate = learning_rate_at(self.config, self.counters.env_steps)
+            self.learning_rate = self.scheduled_learning_rate()
             grads = [None if g is None else tf.convert_to_tensor(g, tf.float32) for g in grads]
             with self._lock:
                 self._apply(grads, tf.constant(self.learning_rate, tf.float32))
         self.counters.count_update(finite)
         return finite
+
+    def scheduled_learning_rate(self) -> float:
+        """--learning-rate as --lr-schedule asks for it now (the run's steps and training time so far)."""
+        return learning_rate_at(self.config, self.counters.env_steps, self.clock.elapsed(), self.clock.earlier_seconds)
 
     def weights(self) -> list[np.ndarray]:
         return [variable.numpy() for variable in self.net.trainable_variables]

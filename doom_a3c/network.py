@@ -49,6 +49,7 @@ class NormalizedColumns(keras.initializers.Initializer):
 
 
 TORSOS = ("conv", "dense")
+WEIGHT_INITS = ("glorot", "orthogonal")
 VARIABLE_UNITS = 32  # width of the game variables' own layer (a handful of numbers in)
 
 
@@ -120,8 +121,12 @@ class ActorCritic(keras.Model):
                  frame_norm: str = "standardize", torso: str = "conv", hidden_size: int = 256,
                  use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0,
                  normalize_variables: bool = False, normalize_returns: bool = False, return_scale_floor: float = 1.0,
-                 factorised_heads: FactorisedHeads | None = None, entropy_target: bool = False):
+                 factorised_heads: FactorisedHeads | None = None, entropy_target: bool = False,
+                 weight_init: str = "glorot"):
         super().__init__(name=name)
+        if weight_init not in WEIGHT_INITS:
+            raise ValueError(f"weight_init must be one of {WEIGHT_INITS}, got {weight_init!r}")
+        self.weight_init = weight_init
         self.num_game_variables = num_game_variables
         if torso not in TORSOS:
             raise ValueError(f"torso must be one of {TORSOS}, got {torso!r}")
@@ -135,10 +140,11 @@ class ActorCritic(keras.Model):
         self.state_size = self.lstm_size * len(branches)
         self._branches = [self._build_branch(prefix, seed + 10 * i, hidden_size) for i, prefix in enumerate(branches)]
         policy_units = sum(factorised_heads.sizes) if factorised_heads else num_actions
+        head_init = self._head_initializer
         self.policy_head = keras.layers.Dense(policy_units, use_bias=False,
-                                              kernel_initializer=NormalizedColumns(0.01, seed + 5), name="policy")
-        self.value_head = keras.layers.Dense(1, use_bias=False,
-                                             kernel_initializer=NormalizedColumns(1.0, seed + 6), name="value")
+                                              kernel_initializer=head_init(0.01, seed + 5), name="policy")
+        self.value_head = keras.layers.Dense(1, use_bias=False, kernel_initializer=head_init(1.0, seed + 6),
+                                             name="value")
         # Only when asked for: a checkpoint made without them restores into exactly the network it was.
         self.variable_moments = RunningMoments(variable_moments_size(num_game_variables), "variable_moments") \
             if normalize_variables and num_game_variables else None
@@ -165,27 +171,41 @@ class ActorCritic(keras.Model):
         slots = set(self.statistics_slots())
         return [v for i, v in enumerate(self.trainable_variables) if i not in slots]
 
+    def _head_initializer(self, scale: float, seed: int) -> keras.initializers.Initializer:
+        """The policy (scale 0.01: a near-uniform first policy) and value (1.0) heads' weights."""
+        if self.weight_init == "orthogonal":
+            return keras.initializers.Orthogonal(gain=scale, seed=seed)
+        return NormalizedColumns(scale, seed)
+
+    def _torso_initializer(self, seed: int, gain: float = float(np.sqrt(2.0))) -> keras.initializers.Initializer:
+        """Glorot (the seed's), or orthogonal with gain sqrt(2) for the rectifier-like ELU layers (1 for the LSTM's
+        input weights), as the A2C and PPO Atari baselines initialise (OpenAI baselines, CleanRL, SB3)."""
+        if self.weight_init == "orthogonal":
+            return keras.initializers.Orthogonal(gain=gain, seed=seed)
+        return keras.initializers.GlorotUniform(seed=seed)
+
     def _build_branch(self, prefix: str, seed: int, hidden_size: int) -> tuple[list, keras.layers.LSTMCell | None]:
         """One torso (+ LSTM), set as named attributes so that checkpoints name them (conv1, critic_conv1...)."""
-        glorot = lambda k: keras.initializers.GlorotUniform(seed=seed + k)  # noqa: E731
+        init = lambda k: self._torso_initializer(seed + k)  # noqa: E731
         if self.torso == "conv":
-            layers = {"conv1": keras.layers.Conv2D(16, 8, strides=4, activation="elu", kernel_initializer=glorot(1)),
-                      "conv2": keras.layers.Conv2D(32, 4, strides=2, activation="elu", kernel_initializer=glorot(2)),
+            layers = {"conv1": keras.layers.Conv2D(16, 8, strides=4, activation="elu", kernel_initializer=init(1)),
+                      "conv2": keras.layers.Conv2D(32, 4, strides=2, activation="elu", kernel_initializer=init(2)),
                       "flatten": keras.layers.Flatten(),
-                      "hidden": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=glorot(3))}
+                      "hidden": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(3))}
         else:
-            layers = {"fc1": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=glorot(1)),
-                      "fc2": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=glorot(3))}
+            layers = {"fc1": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(1)),
+                      "fc2": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(3))}
         if self.num_game_variables:
             # Game variables (health, ammo...) get a small layer of their own, joined to the pixels' features
             # before the LSTM, as Sample Factory's Doom encoder does with its measurements.
-            layers["game_vars"] = keras.layers.Dense(VARIABLE_UNITS, activation="elu", kernel_initializer=glorot(7))
+            layers["game_vars"] = keras.layers.Dense(VARIABLE_UNITS, activation="elu", kernel_initializer=init(7))
         for attribute, layer in layers.items():
             layer.name = prefix + attribute
             setattr(self, prefix + attribute, layer)
         lstm = None
         if self.use_lstm:
-            lstm = keras.layers.LSTMCell(self.lstm_size, kernel_initializer=glorot(4), name=prefix + "lstm")
+            lstm = keras.layers.LSTMCell(self.lstm_size, kernel_initializer=self._torso_initializer(seed + 4, gain=1.0),
+                                         name=prefix + "lstm")
             check_cell(lstm)
             setattr(self, prefix + "lstm", lstm)
         variables_layer = layers.pop("game_vars", None)
@@ -308,7 +328,8 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       num_game_variables=len(config.game_variables),
                       normalize_variables=bool(config.normalize_variables),
                       normalize_returns=config.normalize_returns, return_scale_floor=config.return_scale_floor,
-                      factorised_heads=factorised, entropy_target=config.entropy_target > 0)
+                      factorised_heads=factorised, entropy_target=config.entropy_target > 0,
+                      weight_init=config.weight_init)
     return net.build_variables(observation_shape)
 
 

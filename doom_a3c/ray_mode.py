@@ -136,6 +136,10 @@ class ParameterServer:
         return PushReply(self.weights(), counters.env_steps, counters.updates, counters.skipped_updates, applied,
                          self.parts.learner.learning_rate)
 
+    def start_clock(self) -> None:
+        """The run's training starts now: the learning-rate schedule's time counts from here (--max-minutes)."""
+        self.parts.learner.clock.start()
+
     def pull(self) -> PushReply:
         """Fresh weights and counters, without pushing anything."""
         return self._reply(False)
@@ -331,6 +335,8 @@ class RayBackend:
 
     # ---- the coordinator's backend -----------------------------------------------------------------------
     def start(self) -> None:
+        # Not waited for: it reaches the parameter server long before the first rollout's push.
+        self.ps.start_clock.remote()
         for index in self.actors:
             self._submit(index)
 

@@ -55,6 +55,11 @@ def import_env_module(module: str) -> None:
 FIELDS_BEFORE_ISSUE_35 = {"evaluate": False}
 # Saved before --fine-turns existed: no half turns.
 FIELDS_BEFORE_FINE_TURNS = {"fine_turns": False}
+# Issue 53 (Atari as the best actor-critics): what a checkpoint saved before these fields existed ran with.
+FIELDS_BEFORE_ISSUE_53: dict = {"frame_stack": 1,
+                                # --optimizer rmsprop was Keras' RMSprop, rho 0.99, epsilon 0.1
+                                "rmsprop_decay": 0.99, "rmsprop_epsilon": 0.1, "rmsprop_style": "keras",
+                                "weight_init": "glorot"}
 
 
 def _preset_name(config: TrainConfig) -> str:
@@ -198,6 +203,15 @@ def check_screen_resolution(name: str) -> None:
         raise ConfigError(f"unknown --screen-resolution {name!r}; e.g. RES_160X120, RES_320X240, RES_640X480")
 
 
+def _frame_stack(config: TrainConfig, kind: str) -> int:
+    """--frame-stack as resolved (the preset's [train] value is in the config by now; else 1): images only."""
+    stack = config.frame_stack or 1
+    if stack > 1 and kind == VECTOR:
+        raise ConfigError(f"--frame-stack {stack}: {config.scenario} observes a vector, and only image frames are "
+                          f"stacked; give --frame-stack 1 (the LSTM keeps the history)")
+    return stack
+
+
 def resolve_environment(config: TrainConfig) -> TrainConfig:
     """Fill in every environment value still missing from the scenario and its preset."""
     import_env_module(config.env_module)
@@ -216,6 +230,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         "env_processes": config.env_processes if config.env_processes is not None
         # An image env is as likely an engine that can stall (ViZDoom's own ids) or hold the GIL (an emulator).
         else DOOM_GAME_PROCESSES if kind in GAMES_IN_PROCESSES else 0,
+        "frame_stack": _frame_stack(config, kind),
     }
     if kind == DOOM:
         _, cfg_path = find_doom_scenario(config.scenario, config.model_dir)
@@ -276,6 +291,11 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
     kind = environment_kind(config.scenario)
     defaults, source = _preset_train_defaults(name, kind, _scenario_preset(config))
     from_preset = {k: v for k, v in defaults.items() if k not in given}
+    if from_preset.get("lr_schedule") == "linear" and not (given.get("max_steps") or given.get("max_minutes")):
+        # A preset's annealing needs a budget to anneal over; a run without one keeps the rate (and says so).
+        from_preset["lr_schedule"] = "constant"
+        print("note: no --max-steps or --max-minutes, so the preset's --lr-schedule linear runs as constant",
+              flush=True)
     if from_preset:
         print(f"{source}: "
               + ", ".join(f"{k}={v}" for k, v in from_preset.items()), flush=True)
@@ -327,10 +347,15 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
             raise ConfigError(f"{where} was trained on {saved.scenario_path}, not {cfg_path} (another file of the "
                               f"same name); use another --model-dir for a new scenario")
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
-    fixed = [name for name in (*FIELDS_BEFORE_ISSUE_33, "color")
+    fixed = [name for name in (*FIELDS_BEFORE_ISSUE_33, "color", "frame_stack")
              if name in given and given[name] != getattr(saved, name)]
     if "entropy_target" in given and (given["entropy_target"] > 0) != (saved.entropy_target > 0):
         fixed.append("entropy_target")  # on or off: the checkpoint holds the entropy multiplier or not
+    if "optimizer" in given and given["optimizer"] != saved.optimizer:
+        # Keras checkpoints an optimizer's slots by position: Adam's first moments would restore silently as
+        # RMSProp's mean squares. --rmsprop-style, -decay and -epsilon may change: one mean square per weight,
+        # in the same place, whatever they are (doom_a3c/optimizers.py).
+        fixed.append("optimizer")
     if fixed:
         # They chose the games' actions and variables, the network's input, policy heads and running statistics
         # when the run began.
@@ -353,7 +378,7 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
     if data.get("env_processes") is None:  # saved before games had child processes by default: as trained
         data["env_processes"] = 0
     for key, value in {**FIELDS_BEFORE_ISSUE_33, **FIELDS_BEFORE_ISSUE_34, **FIELDS_BEFORE_ISSUE_35,
-                       **FIELDS_BEFORE_FINE_TURNS}.items():
+                       **FIELDS_BEFORE_FINE_TURNS, **FIELDS_BEFORE_ISSUE_53}.items():
         data.setdefault(key, value)  # saved before they existed: as trained, not today's defaults
     target = data.get("target_reward")
     if isinstance(target, float) and not math.isfinite(target):

@@ -33,6 +33,7 @@ class ThreadBackend:
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        self.parts.learner.clock.start()  # the learning-rate schedule's time counts from here, as the coordinator's
         self.threads = [threading.Thread(target=body.run_thread, name=f"{type(body).__name__}_{body.index}",
                                          daemon=True) for body in self.bodies]
         for thread in self.threads:

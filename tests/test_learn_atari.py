@@ -1,7 +1,7 @@
 """benchmarks/learn_atari.py's curve maths against hand-computed numbers (no training)."""
 import json
 
-from benchmarks.learn_atari import first_reaching, mean_curve, read_frame_skip
+from benchmarks.learn_atari import first_reaching, mean_curve, milestone_lines, read_frame_skip
 
 
 def rows(scores):
@@ -24,3 +24,20 @@ def test_first_reaching_the_target():
 def test_frames_come_from_the_saved_frame_skip(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"frame_skip": 4, "scenario": "ALE/Pong-v5"}))
     assert read_frame_skip(str(tmp_path)) == 4
+
+
+def test_milestones_print_the_mean_at_agent_steps_beside_the_anchors_and_every_10_minutes():
+    # Games end every 500k agent steps and 6 minutes: means of 2 are 15 (at 1M, 12 min), 25 (1.5M, 18 min),
+    # 35 (2M, 24 min), 45 (2.5M, 30 min).
+    scores = [10, 20, 30, 40, 50]
+    curve = mean_curve([{"wall_s": 360.0 * (i + 1), "env_steps": 500_000 * (i + 1), "reward": s}
+                        for i, s in enumerate(scores)], window=2)
+    lines = milestone_lines(curve, "Breakout", "mean-2")
+    assert lines[0] == "mean-2 at 1M agent steps: 15.0 (at 12.0 min); RLlib A2C (v4) 23.3"
+    assert lines[1] == "mean-2 at 2.5M agent steps: 45.0 (at 30.0 min); RLlib A2C (v4) 133.7"
+    assert lines[2].startswith("mean-2 at 5M agent steps: not reached; RLlib A2C (v4) 302.6, Dopamine DQN")
+    # The first point at or after 10, 20 and 30 minutes: 12, 24 and 30 min.
+    assert lines[3:] == ["mean-2 at 10 min: 15.0 (1,000,000 agent steps)",
+                         "mean-2 at 20 min: 35.0 (2,000,000 agent steps)",
+                         "mean-2 at 30 min: 45.0 (2,500,000 agent steps)"]
+    assert milestone_lines(curve, "", "mean-2")[0] == "mean-2 at 1M agent steps: 15.0 (at 12.0 min)"  # no anchors

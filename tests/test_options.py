@@ -326,7 +326,8 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
     defaults = dataclasses.replace(TrainConfig(scenario=str(own)), **own_map_defaults()["train"])
     environment = {"frame_skip", "reward_scale", "clip_rewards",  # filled in from the preset's top level
                    "action_set", "cfg_variables", "normalize_variables", "color",  # or, without one, the kind's
-                   "env_processes"}  # the kind's: ViZDoom's games in child processes, under the watchdog
+                   "env_processes",  # the kind's: ViZDoom's games in child processes, under the watchdog
+                   "frame_stack"}  # the preset's [train] value, else 1
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}
     assert (center.frame_skip, center.reward_scale, center.action_set) == (defaults.frame_skip, 1.0, "combined")

@@ -95,7 +95,7 @@ def test_parameter_server_never_applies_a_non_finite_gradient(tmp_path, bad):
 
 def test_parameter_server_clips_what_it_applies(tmp_path):
     """A gradient of global norm 1000 is applied as one of norm --clip-norm: the same weights as the same
-    gradient clipped by hand (RMSProp's first step, with its epsilon 0.1, depends on the gradient's size)."""
+    gradient clipped by hand (RMSProp's first step, lr * g / sqrt(0.99 + 0.01 g^2 + eps), depends on its size)."""
     huge = make_server(tmp_path, small_config(tmp_path / "a", optimizer="rmsprop", clip_norm=40.0))
     clipped = make_server(tmp_path, small_config(tmp_path / "b", optimizer="rmsprop", clip_norm=40.0))
     copy_weights(huge.parts.learner.net, clipped.parts.learner.net)
