@@ -59,9 +59,10 @@ def worker_records(config: TrainConfig, index: int) -> int:
     return config.gif_every if index == 0 else 0
 
 
-def build_network(config: TrainConfig, spec: EnvSpec, name: str) -> ActorCritic:
-    """Call in the main thread of its process: Keras keeps some per-thread global state."""
-    return build_actor_critic(config, spec.num_actions, tuple(spec.observation_shape), name=name)
+def build_network(config: TrainConfig, spec: EnvSpec, name: str, precision: str | None = None) -> ActorCritic:
+    """Call in the main thread of its process: Keras keeps some per-thread global state. `precision`: the
+    config's --precision unless given."""
+    return build_actor_critic(config, spec.num_actions, tuple(spec.observation_shape), name=name, precision=precision)
 
 
 def check_action_count(config: TrainConfig, spec: EnvSpec) -> None:

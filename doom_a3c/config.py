@@ -22,6 +22,7 @@ ENV_KINDS = ("doom", "atari", "image", "vector")
 POLICY_HEADS = ("flat", "factorised")
 OPTIMIZERS = ("adam", "rmsprop")
 RMSPROP_STYLES = ("tf1", "keras")
+PRECISIONS = ("auto", "float32", "bfloat16")  # doom_a3c/precision.py
 
 
 class ConfigError(ValueError):
@@ -156,6 +157,15 @@ class TrainConfig:
                              "in a parameter-server actor (needs `pip install ray`)", choices=["none", "ray"])
     ray_address: str = _flag("", "with --distributed ray: '' starts a local Ray instance for this run (temp files "
                              "under --model-dir); 'auto' or HOST:PORT joins an existing Ray cluster (see README)")
+    precision: str = _flag("auto", "what the network computes in: 'float32', or 'bfloat16' mixed precision (the conv "
+                           "or dense torso, its dense layer and the LSTM's matrix products in bfloat16; weights, "
+                           "heads, LSTM state and loss in float32, so a checkpoint is the same either way); 'auto' "
+                           "picks float32 until bfloat16 is measured faster (doom_a3c/precision.py). bfloat16 needs a "
+                           "CPU with avx512_bf16 or amx_bf16. The config saves what ran; --resume may change it; "
+                           "play.py and --export always run float32", choices=list(PRECISIONS))
+    jit_compile: bool = _flag(False, "compile the acting step and the learning step with XLA (tf.function's "
+                              "jit_compile): fewer, fused ops, but several seconds of compiling at each network's "
+                              "first steps (docs/benchmarks.md)")
     # --- algorithm ---
     rollout: int = _flag(30, "environment steps per rollout before a gradient update")
     gamma: float = _flag(0.99, "discount factor")
@@ -324,6 +334,8 @@ class TrainConfig:
             raise ConfigError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
         if self.rmsprop_style not in RMSPROP_STYLES:
             raise ConfigError(f"--rmsprop-style must be one of {', '.join(RMSPROP_STYLES)}, got {self.rmsprop_style!r}")
+        if self.precision not in PRECISIONS:  # the Python API has no argparse choices
+            raise ConfigError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if not 0.0 <= self.rmsprop_decay < 1.0:  # NaN fails too
             raise ConfigError(f"--rmsprop-decay must be in [0, 1), got {self.rmsprop_decay}")
         if not (self.rmsprop_epsilon > 0 and math.isfinite(self.rmsprop_epsilon)):

@@ -97,7 +97,9 @@ def load_agent(path: str, greedy: bool = False, seed: int = 0) -> Agent:
         env.close()
     if spec.num_actions != saved.num_actions:
         raise CheckpointError(f"{prefix} has {saved.num_actions} actions but its games have {spec.num_actions}")
-    net = build_network(config, spec, name="global")
+    # float32 whatever precision trained it (--precision): the weights are float32 either way, and float32 runs on
+    # every CPU and in the export.
+    net = build_network(config, spec, name="global", precision="float32")
     restore(tf.train.Checkpoint(model=net), prefix, partial=True)
     return Agent(net, config, spec, prefix, int(saved.counters["env_steps"]), greedy, seed)
 

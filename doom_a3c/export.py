@@ -23,6 +23,8 @@ Signature `serving_default` (also the `step` attribute of the loaded object), B 
 policy's heads (each as its options' names, doom_a3c/action_sets.py), [] for a flat softmax. `frame_stack` K > 1:
 `observation` is the last K preprocessed frames (`frame_shape` each) side by side on the channel axis, the oldest
 first, the older ones zeros at an episode's start and after an Atari life lost (doom_a3c/frame_stack.py).
+`precision` is what the exported step computes in: float32, whatever --precision trained the weights (they are
+float32 either way; the config beside it keeps the training's).
 """
 from __future__ import annotations
 
@@ -89,7 +91,8 @@ def export_policy(agent, directory: str) -> ExportedPolicy:
                    "action_names": list(spec.action_names), "action_heads": agent.config.action_heads,
                    "observation_shape": list(observation_shape), "frame_stack": stack, "frame_shape": one_frame,
                    "observation_dtype": dtype.name, "game_variables": agent.config.game_variables,
-                   "state_size": int(net.state_size), "seconds_per_step": spec.seconds_per_step,
+                   "state_size": int(net.state_size), "precision": net.precision,
+                   "seconds_per_step": spec.seconds_per_step,
                    "config": agent.config.to_dict()}, handle, indent=2)
     tflite, error = _write_tflite(saved_model, os.path.join(directory, "policy.tflite"))
     return ExportedPolicy(saved_model, metadata, tflite, error)

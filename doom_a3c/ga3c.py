@@ -72,7 +72,8 @@ def wait_put(target: queue.Queue, item, run: RunState) -> None:
 class Predictor:
     """Batched acting for every runner's games with the global network; owns their LSTM states."""
 
-    def __init__(self, net: ActorCritic, run: RunState, games_per_runner: Sequence[int], index: int = 0):
+    def __init__(self, net: ActorCritic, run: RunState, games_per_runner: Sequence[int], index: int = 0,
+                 jit_compile: bool = False):
         self.index = index
         self.run = run
         self.net = net
@@ -82,7 +83,8 @@ class Predictor:
         self._c = np.zeros((games, self.net.state_size), np.float32)
         self.requests: "queue.Queue[PredictionRequest]" = queue.Queue()
         self.batch_sizes: deque[int] = deque(maxlen=500)  # games per batched step, the latest (tests, profiling)
-        self._step = tf.function(self._step_graph, reduce_retracing=True)  # batch sizes vary
+        # Batch sizes vary; with --jit-compile, XLA compiles the step once for each batch size it meets.
+        self._step = tf.function(self._step_graph, reduce_retracing=True, jit_compile=jit_compile or None)
     def _step_graph(self, observations, h, c, starts):
         out = self.net.step(observations, LSTMState(h, c), starts)
         return out.logits, out.values, out.state.h, out.state.c
@@ -232,7 +234,7 @@ def ga3c_threads(run_parts: ThreadRun, trainers: int = 1) -> list:
     """The GA3C threads' bodies: one runner per game batch (`--workers`), the predictor, `trainers` trainers.
     Each has `run_thread()` and `close()`."""
     config, run, learner = run_parts.config, run_parts.run, run_parts.learner
-    predictor = Predictor(learner.net, run, [len(games) for games in run_parts.games])
+    predictor = Predictor(learner.net, run, [len(games) for games in run_parts.games], jit_compile=config.jit_compile)
     # Bounded: when learning falls behind, runners wait instead of piling up ever staler rollouts.
     training_queue: "queue.Queue[TrainingItem]" = queue.Queue(maxsize=2 * len(run_parts.games))
     runners = []

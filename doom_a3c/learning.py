@@ -78,7 +78,8 @@ class GradientStep:
         heads = net.factorised_heads
         self._uniform_entropy = uniform_entropy(net.num_actions, heads.sizes if heads else None,
                                                 heads.option_matrix if heads else None)
-        self._compiled = tf.function(self._graph)
+        # --jit-compile: XLA (None, not False, when off: tf.function's own default, as before the flag)
+        self._compiled = tf.function(self._graph, jit_compile=config.jit_compile or None)
 
     def _graph(self, observations, actions, starts, h, c, returns, advantages, scale, entropy_coef):
         # observations [T, B, *obs]; actions, starts, returns, advantages [T, B]; h, c [B, L]; scale,

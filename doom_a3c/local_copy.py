@@ -19,7 +19,7 @@ class LocalCopy:
         self.net = net
         self._state = net.initial_state(batch_size)
         self._gradient = GradientStep(net, config)
-        self._act = tf.function(self._act_graph)
+        self._act = tf.function(self._act_graph, jit_compile=config.jit_compile or None)  # --jit-compile: XLA
         self._act_traces: dict = {}  # input shapes -> the act graph's concrete function
         self._copy = tf.function(self._copy_graph)
         self._synced_from: list = []  # the global variables `_sync_from_them` reads

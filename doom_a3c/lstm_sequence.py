@@ -6,6 +6,10 @@ input projection is one matmul, and in the backward pass the weights' gradients 
 steps, where differentiating the loop makes T small outer products of the recurrent kernel's size and adds them up
 (docs/benchmarks.md, "The learning step, measured apart"). Episode starts inside the rollout zero the carried state, as
 `ActorCritic._core` does step by step.
+
+A cell under Keras' mixed_bfloat16 policy (--precision bfloat16) does its matrix products here in bfloat16, forward
+and backward, and everything else in float32: the gates, the cell state, what comes in and goes out. (Keras' own cell
+would also round its state to bfloat16 at every step.) A float32 cell runs exactly the float32 graph.
 """
 from __future__ import annotations
 
@@ -20,22 +24,40 @@ def check_cell(cell: keras.layers.LSTMCell) -> None:
         raise ValueError(f"lstm_sequence needs a default LSTMCell, got {config}")
 
 
+def matmul_in(dtype: tf.DType):
+    """tf.matmul for float32; else a matmul whose operands are rounded to `dtype` (bfloat16; no op for an operand
+    rounded already) and whose product comes back as float32."""
+    if dtype == tf.float32:
+        return tf.matmul
+
+    def product(a: tf.Tensor, b: tf.Tensor, **kwargs) -> tf.Tensor:
+        return tf.cast(tf.matmul(tf.cast(a, dtype), tf.cast(b, dtype), **kwargs), tf.float32)
+
+    return product
+
+
 def lstm_sequence(cell: keras.layers.LSTMCell, inputs: tf.Tensor, h: tf.Tensor, c: tf.Tensor,
                   keep: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """inputs [T, B, I] (T static), h and c [B, H], keep [T, B, 1] (0 where an episode starts: the state carried
     into that step is zeroed) -> (outputs [T, B, H], h, c after the last step)."""
     steps, units = inputs.shape[0], cell.units
+    if not cell.built:  # as a first call of the cell would
+        cell.build(inputs.shape[1:])
+    low = tf.as_dtype(cell.compute_dtype)  # float32, or bfloat16 under Keras' mixed_bfloat16 policy
+    product = matmul_in(low)
 
     @tf.custom_gradient
     def run(inputs, h, c, kernel, recurrent_kernel, bias):
+        # The weights rounded once for all T steps and the backward pass (float32: tf.cast returns them as they are).
+        kernel_low, recurrent_low = tf.cast(kernel, low), tf.cast(recurrent_kernel, low)
         flat_inputs = tf.reshape(inputs, [-1, inputs.shape[-1]])
-        projected = tf.reshape(tf.matmul(flat_inputs, kernel) + bias, [steps, -1, 4 * units])
+        projected = tf.reshape(product(flat_inputs, kernel_low) + bias, [steps, -1, 4 * units])
         carried_h, carried_c, gates, tanh_c, outputs = [], [], [], [], []
         for t in range(steps):
             h, c = h * keep[t], c * keep[t]
             carried_h.append(h)
             carried_c.append(c)
-            z_i, z_f, z_g, z_o = tf.split(projected[t] + tf.matmul(h, recurrent_kernel), 4, axis=1)
+            z_i, z_f, z_g, z_o = tf.split(projected[t] + product(h, recurrent_low), 4, axis=1)
             i, f, g, o = tf.sigmoid(z_i), tf.sigmoid(z_f), tf.tanh(z_g), tf.sigmoid(z_o)
             c = f * c + i * g
             tanh_c.append(tf.tanh(c))
@@ -55,12 +77,13 @@ def lstm_sequence(cell: keras.layers.LSTMCell, inputs: tf.Tensor, h: tf.Tensor, 
                 d_c = d_c + d_h * o * (1.0 - tf.square(tanh_c[t]))
                 d_z[t] = tf.concat([d_c * g * i * (1.0 - i), d_c * carried_c[t] * f * (1.0 - f),
                                     d_c * i * (1.0 - tf.square(g)), d_h * tanh_c[t] * o * (1.0 - o)], axis=1)
-                d_h = tf.matmul(d_z[t], recurrent_kernel, transpose_b=True) * keep[t]
+                d_h = product(d_z[t], recurrent_low, transpose_b=True) * keep[t]
                 d_c = d_c * f * keep[t]
             all_d_z = tf.reshape(tf.stack(d_z), [-1, 4 * units])  # [T * B, 4H]
-            d_recurrent = tf.matmul(tf.reshape(tf.stack(carried_h), [-1, units]), all_d_z, transpose_a=True)
-            d_kernel = tf.matmul(flat_inputs, all_d_z, transpose_a=True)
-            d_inputs = tf.reshape(tf.matmul(all_d_z, kernel, transpose_b=True), tf.shape(inputs))
+            d_z_low = tf.cast(all_d_z, low)  # rounded once for the three products
+            d_recurrent = product(tf.reshape(tf.stack(carried_h), [-1, units]), d_z_low, transpose_a=True)
+            d_kernel = product(flat_inputs, d_z_low, transpose_a=True)
+            d_inputs = tf.reshape(product(d_z_low, kernel_low, transpose_b=True), tf.shape(inputs))
             return d_inputs, d_h, d_c, d_kernel, d_recurrent, tf.reduce_sum(all_d_z, 0)
 
         return (tf.stack(outputs), h, c), backward

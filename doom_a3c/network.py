@@ -6,6 +6,12 @@ It knows nothing of environments or optimizers. Two entry points share the same 
 `step` (one time step for a batch of environments, used for acting) and `unroll` (a whole
 [T, B] rollout, used for training). Both reset the LSTM state where an episode starts, so
 a 30-step unroll equals 30 single steps exactly.
+
+`precision` "bfloat16" (--precision, doom_a3c/precision.py) is mixed precision: the torso's layers and the LSTM
+take Keras' mixed_bfloat16 policy (float32 weights, bfloat16 compute; the LSTM's matrix products in bfloat16, its
+gates and state in float32: doom_a3c/lstm_sequence.py); the frames are standardised in float32 before, and the
+features come back to float32 after, so the heads, logits, values, LSTM state and loss are float32. The weights are
+float32 either way: a checkpoint is the same whatever precision trained it.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import numpy as np
 from doom_a3c.action_sets import head_option_matrix
 from doom_a3c.lstm_sequence import check_cell, lstm_sequence
 from doom_a3c.normalization import VARIABLE_CLIP, VARIABLE_EPSILON, variable_moments_size
+from doom_a3c.precision import choose_precision
 from doom_a3c.quiet_import import keras, tf
 
 
@@ -49,6 +56,7 @@ class NormalizedColumns(keras.initializers.Initializer):
 
 
 TORSOS = ("conv", "dense")
+NETWORK_PRECISIONS = ("float32", "bfloat16")  # --precision as resolved (doom_a3c/precision.py)
 WEIGHT_INITS = ("glorot", "orthogonal")
 VARIABLE_UNITS = 32  # width of the game variables' own layer (a handful of numbers in)
 
@@ -115,6 +123,7 @@ class ActorCritic(keras.Model):
     value output S times the value head, S the running return scale (both doom_a3c/normalization.py).
     `factorised_heads` makes the policy layer output every head's logits and the policy output their joint
     log-probabilities over the `num_actions` actions (the layer keeps its name: "policy").
+    `precision` "bfloat16": the torso and LSTM in mixed precision (module docstring); the same weights.
     """
 
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
@@ -122,8 +131,14 @@ class ActorCritic(keras.Model):
                  use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0,
                  normalize_variables: bool = False, normalize_returns: bool = False, return_scale_floor: float = 1.0,
                  factorised_heads: FactorisedHeads | None = None, entropy_target: bool = False,
-                 weight_init: str = "glorot"):
+                 weight_init: str = "glorot", precision: str = "float32"):
         super().__init__(name=name)
+        if precision not in NETWORK_PRECISIONS:
+            raise ValueError(f"precision must be one of {NETWORK_PRECISIONS}, got {precision!r}")
+        self.precision = precision
+        # The torso's and LSTM's dtype policy; None leaves Keras' float32 default, so a float32 network is exactly
+        # the graph it was before --precision existed.
+        self._torso_dtype = keras.DTypePolicy("mixed_bfloat16") if precision == "bfloat16" else None
         if weight_init not in WEIGHT_INITS:
             raise ValueError(f"weight_init must be one of {WEIGHT_INITS}, got {weight_init!r}")
         self.weight_init = weight_init
@@ -187,17 +202,22 @@ class ActorCritic(keras.Model):
     def _build_branch(self, prefix: str, seed: int, hidden_size: int) -> tuple[list, keras.layers.LSTMCell | None]:
         """One torso (+ LSTM), set as named attributes so that checkpoints name them (conv1, critic_conv1...)."""
         init = lambda k: self._torso_initializer(seed + k)  # noqa: E731
+        dtype = self._torso_dtype
         if self.torso == "conv":
-            layers = {"conv1": keras.layers.Conv2D(16, 8, strides=4, activation="elu", kernel_initializer=init(1)),
-                      "conv2": keras.layers.Conv2D(32, 4, strides=2, activation="elu", kernel_initializer=init(2)),
-                      "flatten": keras.layers.Flatten(),
-                      "hidden": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(3))}
+            layers = {"conv1": keras.layers.Conv2D(16, 8, strides=4, activation="elu", kernel_initializer=init(1),
+                                                   dtype=dtype),
+                      "conv2": keras.layers.Conv2D(32, 4, strides=2, activation="elu", kernel_initializer=init(2),
+                                                   dtype=dtype),
+                      "flatten": keras.layers.Flatten(dtype=dtype),  # float32's would cast bfloat16 back and forth
+                      "hidden": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(3),
+                                                   dtype=dtype)}
         else:
-            layers = {"fc1": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(1)),
-                      "fc2": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(3))}
+            layers = {"fc1": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(1), dtype=dtype),
+                      "fc2": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(3), dtype=dtype)}
         if self.num_game_variables:
             # Game variables (health, ammo...) get a small layer of their own, joined to the pixels' features
-            # before the LSTM, as Sample Factory's Doom encoder does with its measurements.
+            # before the LSTM, as Sample Factory's Doom encoder does with its measurements. float32 in every
+            # precision: a handful of numbers in, nothing to gain.
             layers["game_vars"] = keras.layers.Dense(VARIABLE_UNITS, activation="elu", kernel_initializer=init(7))
         for attribute, layer in layers.items():
             layer.name = prefix + attribute
@@ -205,7 +225,7 @@ class ActorCritic(keras.Model):
         lstm = None
         if self.use_lstm:
             lstm = keras.layers.LSTMCell(self.lstm_size, kernel_initializer=self._torso_initializer(seed + 4, gain=1.0),
-                                         name=prefix + "lstm")
+                                         name=prefix + "lstm", dtype=dtype)
             check_cell(lstm)
             setattr(self, prefix + "lstm", lstm)
         variables_layer = layers.pop("game_vars", None)
@@ -238,7 +258,8 @@ class ActorCritic(keras.Model):
         for (layers, variables_layer), _ in self._branches:
             out = x
             for layer in layers:
-                out = layer(out)
+                out = layer(out)  # bfloat16: the first layer rounds the float32 frames, the others stay in it
+            out = tf.cast(out, tf.float32)  # float32: as it is
             if variables_layer is not None:
                 out = tf.concat([out, variables_layer(variables)], axis=-1)
             features.append(out)
@@ -252,7 +273,11 @@ class ActorCritic(keras.Model):
         outputs, hs, cs = [], [], []
         for i, (_, lstm) in enumerate(self._branches):
             part = slice(i * self.lstm_size, (i + 1) * self.lstm_size)
-            out, (h, c) = lstm(features[i], [state.h[:, part] * keep, state.c[:, part] * keep])
+            if self._torso_dtype is None:
+                out, (h, c) = lstm(features[i], [state.h[:, part] * keep, state.c[:, part] * keep])
+            else:  # bfloat16: the unroll's own pass, one step long (Keras' cell would round the state to bfloat16)
+                out, h, c = lstm_sequence(lstm, features[i][None], state.h[:, part], state.c[:, part], keep[None])
+                out = out[0]
             outputs.append(out)
             hs.append(h)
             cs.append(c)
@@ -315,9 +340,14 @@ class ActorCritic(keras.Model):
 
 
 def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, ...], name: str,
-                       seed: int | None = None) -> ActorCritic:
+                       seed: int | None = None, precision: str | None = None) -> ActorCritic:
     """The network a TrainConfig describes, for observations of this shape: images get the conv torso,
-    vectors the dense one. The same call in the trainer and play.py, so a checkpoint always fits."""
+    vectors the dense one. The same call in the trainer and play.py, so a checkpoint always fits. `precision`
+    overrides the config's (play.py: float32); a config's "auto" (one made in Python, not resolved) is resolved
+    here, quietly."""
+    precision = precision or config.precision
+    if precision == "auto":
+        precision = choose_precision("auto").name
     torso = "conv" if len(observation_shape) == 3 else "dense"
     heads = config.action_heads
     factorised = FactorisedHeads([len(head) for head in heads], head_option_matrix(config.actions, heads)) \
@@ -329,7 +359,7 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       normalize_variables=bool(config.normalize_variables),
                       normalize_returns=config.normalize_returns, return_scale_floor=config.return_scale_floor,
                       factorised_heads=factorised, entropy_target=config.entropy_target > 0,
-                      weight_init=config.weight_init)
+                      weight_init=config.weight_init, precision=precision)
     return net.build_variables(observation_shape)
 
 

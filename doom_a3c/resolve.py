@@ -22,6 +22,7 @@ from typing import Any
 from doom_a3c.action_sets import (combined_action_heads, combined_actions, head_option_matrix, missing_buttons,
                                   single_button_actions)
 from doom_a3c.config import ConfigError, TrainConfig
+from doom_a3c.precision import choose_precision
 from doom_a3c.scenarios import (ATARI, DOOM, IMAGE, OWN_MAP_DEFAULTS, VECTOR, environment_kind, find_doom_scenario,
                                 load_preset, own_map_defaults, preset_path, scenario_name)
 
@@ -59,7 +60,9 @@ FIELDS_BEFORE_FINE_TURNS = {"fine_turns": False}
 FIELDS_BEFORE_ISSUE_53: dict = {"frame_stack": 1,
                                 # --optimizer rmsprop was Keras' RMSprop, rho 0.99, epsilon 0.1
                                 "rmsprop_decay": 0.99, "rmsprop_epsilon": 0.1, "rmsprop_style": "keras",
-                                "weight_init": "glorot"}
+                                "weight_init": "glorot",
+                                # issue 54: float32, no XLA
+                                "precision": "float32", "jit_compile": False}
 
 
 def _preset_name(config: TrainConfig) -> str:
@@ -299,8 +302,17 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
     if from_preset:
         print(f"{source}: "
               + ", ".join(f"{k}={v}" for k, v in from_preset.items()), flush=True)
-    config = dataclasses.replace(config, **from_preset).validate()
+    config = with_precision(dataclasses.replace(config, **from_preset).validate())
     return resolve_environment(evaluation_for_mode(config, given))
+
+
+def with_precision(config: TrainConfig, trained: str | None = None) -> TrainConfig:
+    """The config with the --precision that runs on this CPU (never "auto": the config saves what ran), said on
+    the run's first lines; ConfigError for bfloat16 asked for on a CPU without it (doom_a3c/precision.py).
+    `trained`: a resumed run's saved precision, when --precision is not given again."""
+    choice = choose_precision(config.precision, trained=trained)
+    print(choice.line(), flush=True)
+    return dataclasses.replace(config, precision=choice.name)
 
 
 def evaluation_for_mode(config: TrainConfig, given: dict[str, Any]) -> TrainConfig:
@@ -361,7 +373,9 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
         # when the run began.
         flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
         raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
-    return evaluation_for_mode(dataclasses.replace(saved, **given).validate(), given)
+    config = dataclasses.replace(saved, **given).validate()
+    config = with_precision(config, trained=None if "precision" in given else saved.precision)
+    return evaluation_for_mode(config, given)
 
 
 def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:

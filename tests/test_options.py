@@ -327,7 +327,8 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
     environment = {"frame_skip", "reward_scale", "clip_rewards",  # filled in from the preset's top level
                    "action_set", "cfg_variables", "normalize_variables", "color",  # or, without one, the kind's
                    "env_processes",  # the kind's: ViZDoom's games in child processes, under the watchdog
-                   "frame_stack"}  # the preset's [train] value, else 1
+                   "frame_stack",  # the preset's [train] value, else 1
+                   "precision"}  # "auto" resolved to what this CPU runs (doom_a3c/precision.py)
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}
     assert (center.frame_skip, center.reward_scale, center.action_set) == (defaults.frame_skip, 1.0, "combined")
@@ -352,7 +353,8 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
     """scenarios/atari.toml's [train] table applies to any ALE id, named in a preset or not."""
     for game in ("ALE/Pong-v5", "ALE/Qbert-v5"):
         preset = resolve_new_run({"scenario": game})
-        assert preset.rollout == 20 and preset.envs_per_worker == 4 and preset.gae_lambda == 0.95
+        assert preset.rollout == 5 and preset.envs_per_worker == 16 and preset.gae_lambda == 0.95
+        assert preset.frame_stack == 4 and preset.weight_init == "orthogonal" and preset.optimizer == "adam"
         assert preset.env_kind == ATARI and preset.clip_rewards is True and preset.frame_skip == 4
     assert resolve_new_run({"scenario": "ALE/Pong-v5", "rollout": 30}).rollout == 30
     assert resolve_new_run({"scenario": "ALE/Pong-v5", "gae_lambda": 1.0}).gae_lambda == 1.0
