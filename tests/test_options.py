@@ -354,7 +354,7 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
     for game in ("ALE/Pong-v5", "ALE/Qbert-v5"):
         preset = resolve_new_run({"scenario": game})
         assert preset.rollout == 20 and preset.envs_per_worker == 4 and preset.gae_lambda == 0.95
-        assert preset.frame_stack == 4 and preset.weight_init == "glorot" and preset.optimizer == "adam"
+        assert preset.frame_stack == 1 and preset.weight_init == "glorot" and preset.optimizer == "adam"
         assert preset.env_kind == ATARI and preset.clip_rewards is True and preset.frame_skip == 4
     assert resolve_new_run({"scenario": "ALE/Pong-v5", "rollout": 30}).rollout == 30
     assert resolve_new_run({"scenario": "ALE/Pong-v5", "gae_lambda": 1.0}).gae_lambda == 1.0
