@@ -45,6 +45,10 @@ def leash_engine(game, vizdoom_module) -> None:
     (SIGKILL) before becoming the engine: the engine then ends with this process however it ends. Without
     setpriv (util-linux) or an executable leash the engine starts as before, with one warning per process."""
     global _leash_warned
+    # The engine makes ./_vizdoom/ (its settings) when it starts; engines starting side by side in a folder without
+    # one race to make it, and the loser's dies (exit -11, "Failed to create ./_vizdoom/ directory", seen in CI's
+    # fresh folder). Made here first, before any engine of this process starts.
+    os.makedirs("_vizdoom", exist_ok=True)
     if shutil.which("setpriv") is None or not os.access(ENGINE_LEASH, os.X_OK):
         if not _leash_warned:
             _leash_warned = True
