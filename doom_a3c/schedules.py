@@ -12,13 +12,6 @@ import time
 from collections.abc import Callable
 
 
-def annealed_learning_rate(base: float, step: int, total_steps: int) -> float:
-    """base * (1 - step / total_steps), never below 0; `total_steps` <= 0 means no annealing."""
-    if total_steps <= 0:
-        return float(base)
-    return float(base) * max(0.0, 1.0 - max(step, 0) / total_steps)
-
-
 def budget_fraction(config, env_steps: int, elapsed_seconds: float = 0.0, earlier_seconds: float = 0.0) -> float:
     """The share of the run's budget spent, in [0, 1]: the larger of env_steps / --max-steps and
     elapsed_seconds / (earlier_seconds + --max-minutes * 60), over the budgets the config gives (0 without any).

@@ -10,7 +10,7 @@ from doom_a3c.environment import EnvSpec
 from doom_a3c.learning import GlobalLearner
 from doom_a3c.network import build_actor_critic
 from doom_a3c.ray_mode import ParameterServer
-from doom_a3c.schedules import RunClock, annealed_learning_rate, budget_fraction, learning_rate_at
+from doom_a3c.schedules import RunClock, budget_fraction, learning_rate_at
 
 SPEC = EnvSpec(2, (4,), 0.02, ["LEFT", "RIGHT"])
 
@@ -30,9 +30,11 @@ class FakeTime:
 
 
 def test_annealed_learning_rate():
-    assert annealed_learning_rate(1e-3, 250, 1000) == pytest.approx(7.5e-4)
-    assert annealed_learning_rate(1e-3, 5000, 1000) == 0.0
-    assert annealed_learning_rate(1e-3, 5000, 0) == 1e-3  # no budget: no annealing
+    steps_budget = TrainConfig(learning_rate=1e-3, lr_schedule="linear", max_steps=1000)
+    assert learning_rate_at(steps_budget, 250) == pytest.approx(7.5e-4)
+    assert learning_rate_at(steps_budget, 5000) == 0.0
+    no_budget = TrainConfig(learning_rate=1e-3, lr_schedule="linear")
+    assert learning_rate_at(no_budget, 5000) == 1e-3  # no budget: no annealing
 
 
 def test_a_step_budget():
