@@ -90,6 +90,16 @@ def test_throughput_modes_name_their_trainer_whatever_the_preset_says():
     assert modes["ga3c"][modes["ga3c"].index("--trainer") + 1] == "ga3c"
 
 
+def test_network_speed_variants_are_flags_train_py_takes_and_each_asks_for_what_its_name_says():
+    from doom_a3c.config import build_parser
+
+    variants = load_script("network_speed").VARIANTS
+    for name, flags in variants.items():
+        parsed = build_parser("t").parse_args(["--scenario", "basic.wad", *flags])
+        assert parsed.precision == ("bfloat16" if "bfloat16" in name else "float32"), name
+        assert getattr(parsed, "jit_compile", False) == ("jit" in name), name
+
+
 def test_engine_speed_counts_steps_and_the_cpu_of_python_and_of_the_engines():
     pytest.importorskip("vizdoom")
     engine_speed = load_script("engine_speed")
