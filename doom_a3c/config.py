@@ -86,7 +86,9 @@ class TrainConfig:
     action_set: str | None = _flag(None, "Doom actions: 'preset' (the preset's list, else one action per button), "
                                    "'buttons' (one action per available button), 'combined' (move, turn, strafe and "
                                    "attack at once: one option from each group of the .cfg's buttons, at most "
-                                   "64 actions; doom_a3c/action_sets.py)", choices=["preset", "buttons", "combined"],
+                                   "64 actions); a delta button (TURN_LEFT_RIGHT_DELTA) offers bins, such as "
+                                   "TURN_LEFT_RIGHT_DELTA=-24, a 24-degree left turn a step (doom_a3c/action_sets.py)",
+                                   choices=["preset", "buttons", "combined"],
                                    shown_default="'preset' when the preset lists actions, else 'buttons'; "
                                                  "'combined' for a map with no preset (defaults/doom.toml)")
     policy_heads: str = _flag("flat", "Doom with --action-set combined: 'flat' (one softmax over all the actions) or "
@@ -106,8 +108,8 @@ class TrainConfig:
     # --- the environment as resolved when the run started (doom_a3c/resolve.py) ---
     env_kind: str = _resolved("", "doom, atari, image or vector")
     scenario_path: str = _resolved("", "Doom: the .cfg the games load (absolute); gymnasium: the env id")
-    actions: list = _resolved(None, "each action as the list of buttons it holds down (Doom), or the game's "
-                              "action name (gymnasium)")
+    actions: list = _resolved(None, "each action as the list of buttons it holds down (Doom; a delta button's bin "
+                              "as BUTTON=VALUE), or the game's action name (gymnasium)")
     action_heads: list = field(default_factory=list, metadata={
         "flag": False, "help": "with --policy-heads factorised: each head as the names of its options (option 0 "
         "'(none)' or, for the left-over buttons' head, '(combination)'; doom_a3c/action_sets.py); [] = flat"})

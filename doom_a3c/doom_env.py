@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from doom_a3c.action_sets import is_first_half, missing_buttons, pressed_button
+from doom_a3c.action_sets import is_first_half, missing_buttons, pressed_button, tic_value
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.environment import Step, observation_dtype, preprocess_frame
 
@@ -25,6 +25,13 @@ def button_names(game) -> list[str]:
 def button_vector(buttons: list[str], held: list[str]) -> list[float]:
     """make_action's argument that holds down the buttons in `held`."""
     return [1.0 if b in held else 0.0 for b in buttons]
+
+
+def tic_input(buttons: list[str], names: list[str], frame_skip: int) -> list[float]:
+    """make_action's argument for each tic of a step that plays these action names: 1 for a binary button held
+    ("TURN_LEFT/2" holds TURN_LEFT), a delta bin's value for a tic (action_sets.tic_value), 0 for the rest."""
+    values = {pressed_button(name): tic_value(name, frame_skip) for name in names}
+    return [values.get(b, 0.0) for b in buttons]
 
 
 def locate_cfg(path: str) -> str:
@@ -124,15 +131,16 @@ class DoomEnvironment:
                               f"({buttons})")
         self._frame_skip = config.frame_skip
         # Each action as (buttons, tics) parts: one, or two when it holds a button for the first half only
-        # ("TURN_LEFT/2": held the first half of the tics, rounded up, then released).
+        # ("TURN_LEFT/2": held the first half of the tics, rounded up, then released). A delta bin's value acts on
+        # every tic of both parts: a step turns what an angle bin's name says.
         first_tics = (config.frame_skip + 1) // 2
         self._inputs = []
         for combo in config.actions:
-            held = button_vector(buttons, [pressed_button(b) for b in combo])
+            held = tic_input(buttons, combo, config.frame_skip)
             if not any(is_first_half(b) for b in combo):
                 self._inputs.append([(held, config.frame_skip)])
                 continue
-            after = button_vector(buttons, [b for b in combo if not is_first_half(b)])
+            after = tic_input(buttons, [b for b in combo if not is_first_half(b)], config.frame_skip)
             self._inputs.append([(held, first_tics), (after, config.frame_skip - first_tics)])
         self.action_names = ["+".join(combo) or "NOOP" for combo in config.actions]  # [] waits, as ALE's NOOP
         self.num_actions = len(self._inputs)

@@ -19,8 +19,8 @@ import os
 import sys
 from typing import Any
 
-from doom_a3c.action_sets import (combined_action_heads, combined_actions, head_option_matrix, missing_buttons,
-                                  single_button_actions)
+from doom_a3c.action_sets import (DELTA_BINS, action_name_problem, combined_action_heads, combined_actions,
+                                  head_option_matrix, missing_buttons, single_button_actions, unbinnable_delta_buttons)
 from doom_a3c.config import ConfigError, TrainConfig
 from doom_a3c.precision import choose_precision
 from doom_a3c.scenarios import (ATARI, DOOM, IMAGE, OWN_MAP_DEFAULTS, VECTOR, environment_kind, find_doom_scenario,
@@ -116,29 +116,38 @@ def _doom_buttons(cfg_path: str) -> list[str]:
     return _doom_cfg_lists(cfg_path)[0]
 
 
-def _doom_actions(config: TrainConfig, preset: dict[str, Any], buttons: list[str]) -> tuple[str, list]:
-    """(--action-set as resolved, the actions as button lists): the config's own list if it has one."""
+def _doom_actions(config: TrainConfig, preset: dict[str, Any], buttons: list[str],
+                  frame_skip: int) -> tuple[str, list]:
+    """(--action-set as resolved, the actions as button lists): the config's own list if it has one. One derived
+    from the .cfg offers each delta button as bins (named by what a step of `frame_skip` tics turns), and refuses
+    a delta button without bins rather than leave it out."""
     action_set = config.action_set or ("preset" if preset.get("actions") else "buttons")
     if config.actions:
         return action_set, config.actions
     if config.fine_turns and action_set != "combined":
         raise ConfigError(f"--fine-turns needs --action-set combined (it adds half turns to its turn group), not "
                           f"{action_set!r}")
-    if action_set == "combined":
-        return action_set, combined_actions(buttons, fine_turns=config.fine_turns)
     if action_set == "preset" and preset.get("actions"):
         return action_set, preset["actions"]
-    return action_set, single_button_actions(buttons)
+    unbinnable = unbinnable_delta_buttons(buttons)
+    if unbinnable:
+        raise ConfigError(f"{config.scenario} makes the delta button {', '.join(unbinnable)} available, which has no "
+                          f"bins to act with (binned: {', '.join(DELTA_BINS)}); take it out of the .cfg's "
+                          f"available_buttons")
+    if action_set == "combined":
+        return action_set, combined_actions(buttons, fine_turns=config.fine_turns, frame_skip=frame_skip)
+    return action_set, single_button_actions(buttons, frame_skip=frame_skip)
 
 
-def _doom_action_heads(config: TrainConfig, action_set: str, actions: list, buttons: list[str]) -> list:
+def _doom_action_heads(config: TrainConfig, action_set: str, actions: list, buttons: list[str],
+                       frame_skip: int) -> list:
     """The factorised policy's heads over these actions ([] for the flat one), checked against them."""
     if config.policy_heads != "factorised":
         return []
     if action_set != "combined":
         raise ConfigError(f"--policy-heads factorised needs --action-set combined (one head per button group of its "
                           f"actions), not {action_set!r}")
-    heads = config.action_heads or combined_action_heads(buttons, fine_turns=config.fine_turns)
+    heads = config.action_heads or combined_action_heads(buttons, fine_turns=config.fine_turns, frame_skip=frame_skip)
     try:
         head_option_matrix(actions, heads)
     except ValueError as error:
@@ -239,8 +248,8 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         _, cfg_path = find_doom_scenario(config.scenario, config.model_dir)
         check_screen_resolution(config.screen_resolution)
         buttons, cfg_variables = _doom_cfg_lists(cfg_path)
-        action_set, actions = _doom_actions(config, preset, buttons)
-        action_heads = _doom_action_heads(config, action_set, actions, buttons)
+        action_set, actions = _doom_actions(config, preset, buttons, values["frame_skip"])
+        action_heads = _doom_action_heads(config, action_set, actions, buttons, values["frame_skip"])
         if not any(actions):  # none, or only combined_actions' wait: nothing to press
             raise ConfigError(f"{cfg_path} makes no buttons available: list them in its available_buttons "
                               f"(e.g. available_buttons = {{ MOVE_LEFT MOVE_RIGHT ATTACK }})")
@@ -248,6 +257,9 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         if unknown:
             raise ConfigError(f"preset for {name} uses buttons {unknown} that its cfg does not make "
                               f"available ({buttons})")
+        problems = sorted(filter(None, (action_name_problem(b) for combo in actions for b in combo)))
+        if problems:
+            raise ConfigError(f"preset for {name}: {problems[0]}")
         values.update(scenario_path=cfg_path, actions=[list(combo) for combo in actions], action_set=action_set,
                       action_heads=action_heads,
                       crop=[float(x) for x in (config.crop or preset.get("crop", NO_CROP))],

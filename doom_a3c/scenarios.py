@@ -133,12 +133,29 @@ def _cfg_file(cfg: Path, value: str) -> Path | None:
     return next((path for path in candidates if path.is_file()), None)
 
 
+def _unknown_delta_buttons(cfg: Path) -> list[str]:
+    """The *_DELTA names in a .cfg's available_buttons (comments aside) that are not ViZDoom buttons, sorted."""
+    import vizdoom as vzd
+
+    text = "\n".join(line.split("#", 1)[0] for line in cfg.read_text(errors="replace").splitlines())
+    listed = " ".join(re.findall(r"available_?buttons\s*\+?=\s*\{([^}]*)\}", text, re.IGNORECASE))
+    return sorted({word.upper() for word in re.findall(r"\w+_delta\b", listed, re.IGNORECASE)}
+                  - set(vzd.Button.__members__))
+
+
 def check_doom_cfg(cfg_path: str) -> None:
-    """ConfigError unless the WADs a .cfg names exist and are WADs, and its scenario WAD holds its map (a
-    scenario WAD without maps, of textures or sounds, may use the IWAD's)."""
+    """ConfigError unless every *_DELTA button a .cfg lists is one ViZDoom knows, the WADs it names exist and are
+    WADs, and its scenario WAD holds its map (a scenario WAD without maps, of textures or sounds, may use the
+    IWAD's)."""
     import vizdoom as vzd
 
     cfg = Path(cfg_path)
+    unknown = _unknown_delta_buttons(cfg)
+    if unknown:
+        # ViZDoom drops the whole button list for one name it does not know (a warning on stderr at each load):
+        # the run would stop at "makes no buttons available", or train without that list's buttons.
+        raise ConfigError(f"{cfg} lists {', '.join(unknown)}, which ViZDoom does not know (its delta buttons: "
+                          f"{', '.join(b for b in vzd.Button.__members__ if b.endswith('_DELTA'))})")
     game = vzd.DoomGame()
     try:
         game.load_config(str(cfg))

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from conftest import first_observation_and_policy
 from doom_a3c import normalization as norm
-from doom_a3c.action_sets import MAX_COMBINED_ACTIONS, combined_actions
+from doom_a3c.action_sets import MAX_COMBINED_ACTIONS, combined_actions, pressed_button
 from doom_a3c.build import build_global
 from doom_a3c.checkpoint import read_checkpoint
 from doom_a3c.config import ConfigError, TrainConfig, build_parser, given_values
@@ -228,12 +228,13 @@ def test_combined_actions_by_hand():
         [], ["MOVE_LEFT"], ["MOVE_RIGHT"], ["ATTACK"], ["MOVE_LEFT", "ATTACK"], ["MOVE_RIGHT", "ATTACK"]]
     corridor = ["MOVE_LEFT", "MOVE_RIGHT", "ATTACK", "MOVE_FORWARD", "MOVE_BACKWARD", "TURN_LEFT", "TURN_RIGHT"]
     assert len(combined_actions(corridor)) == 3 * 3 * 2 * 3
-    # A full Doom button set stays within the cap; every button is still offered, deltas left out.
+    # A full Doom button set stays within the cap, the delta button's 10 bins beyond it (actions of their own, as
+    # the product is full); every button is still offered.
     full = ["ATTACK", "SPEED", "STRAFE", "USE", "MOVE_RIGHT", "MOVE_LEFT", "MOVE_BACKWARD", "MOVE_FORWARD",
             "TURN_RIGHT", "TURN_LEFT"] + [f"SELECT_WEAPON{i}" for i in range(1, 8)] + ["TURN_LEFT_RIGHT_DELTA"]
-    actions = combined_actions(full)
-    assert len(actions) <= MAX_COMBINED_ACTIONS
-    assert {b for action in actions for b in action} == set(full) - {"TURN_LEFT_RIGHT_DELTA"}
+    actions = combined_actions(full, frame_skip=4)
+    assert len(actions) == MAX_COMBINED_ACTIONS + 10
+    assert {pressed_button(b) for action in actions for b in action} == set(full)
     assert len({tuple(a) for a in actions}) == len(actions)
 
 
