@@ -16,6 +16,12 @@ also writes comparison.png (both mean-100 curves against minutes) and prints the
 wall time. health_gathering is compared in tics alive per episode: Sample Factory's version of the scenario
 pays 0.01 a tic with no death penalty (ViZDoom's own pays 1 a tic and -100 on death), so tics alive is the
 unit both runs give exactly.
+`doom_battle2` and `doom_two_colors_hard` play maps that Sample Factory ships and ViZDoom does not
+(sf_examples/vizdoom/doom/scenarios/, MIT): run ours on copies of its .wad and .cfg files, given as paths
+(`--scenario maps/battle2_continuous_turning.cfg`, which its doom_battle2 plays, or a battle2.cfg that is its
+battle.cfg with battle2.wad: the same map and score, turning with TURN_LEFT / TURN_RIGHT). Their true_objective
+is the game's own score, which our progress.csv holds too: its wrappers add their reward shaping after summing
+the engine's reward into it.
 Sample Factory and PyTorch are not this project's dependencies; put them in an environment of their own
 (`pip install torch==2.13.0` first where a CPU build of PyTorch lies on disk: PyPI's default is a CUDA build):
     python -m venv /tmp/sf && /tmp/sf/bin/pip install sample-factory vizdoom==1.3.2
@@ -51,9 +57,9 @@ TRUE_OBJECTIVE_TAG = "policy_stats/avg_true_objective"  # its TensorBoard's mean
 
 
 class PeerEnv(NamedTuple):
-    scenario: str  # the same scenario's name for train.py
+    scenario: str  # the same scenario's name for train.py (for battle2 and two_colors_hard, the .cfg's stem)
     to_game_units: float  # its true_objective x this = the unit below
-    unit: str  # "score": the game's own score, as our progress.csv has it; "tics alive": per episode
+    unit: str  # "tics alive": per episode; any other (score, kills): the game's own score, as our progress.csv has it
 
 
 PEER_ENVS = {
@@ -64,6 +70,14 @@ PEER_ENVS = {
     "doom_deadly_corridor": PeerEnv("deadly_corridor", 100.0, "score"),  # its reward_scaling 0.01
     "doom_health_gathering": PeerEnv("health_gathering", 100.0, "tics alive"),  # 0.01 a tic alive
     "doom_health_gathering_supreme": PeerEnv("health_gathering_supreme", 100.0, "tics alive"),
+    # battle2.wad's map script pays +1 a monster killed (ACS global 0, which ViZDoom returns as the reward; USER2
+    # counts the same kills), the .cfg nothing for living or dying. Its true_objective (doom_utils.py's
+    # BATTLE_REWARD_SHAPING, true_objective_func None) is that reward's episode sum before the shaping
+    # (REWARD_SHAPING_BATTLE: health, ammunition and weapon deltas) and at reward_scaling 1: kills, as DFP counts.
+    "doom_battle2": PeerEnv("battle2_continuous_turning", 1.0, "kills"),
+    # two_colors_hard.cfg's living_reward 0.01 a tic, no death penalty, in both projects (the same .cfg); its
+    # true_objective leaves out DoomGatheringRewardShaping's +1 for each gain of health (the right colour's pickup).
+    "doom_two_colors_hard": PeerEnv("two_colors_hard", 1.0, "score"),
 }
 COMPARE_AT_MINUTES = (5, 10, 15, 20, 25, 30)
 STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")

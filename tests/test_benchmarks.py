@@ -524,6 +524,33 @@ def test_comparison_with_sample_factory_at_equal_wall_time(tmp_path):
     assert (tmp_path / "comparison.png").stat().st_size > 1000
 
 
+@pytest.mark.parametrize("env, ours, peer_objective, unit", [
+    ("doom_battle2", 5.0, 2.5, "kills"),  # +1 a monster killed, in both
+    ("doom_two_colors_hard", 10.0, 4.0, "score"),  # 0.01 a tic alive, in both: 1,000 tics against 400
+])
+def test_sample_factory_maps_of_its_own_compare_in_the_games_own_score(tmp_path, capsys, env, ours, peer_objective,
+                                                                         unit):
+    """Sample Factory's battle2 and two_colors_hard: its true_objective is the game's own score as it is, and ours
+    is progress.csv's reward, not tics alive (167 steps x frame skip 6 = 1,002 tics). Ours: 100 episodes, one every
+    3 s, to minute 5; its one TensorBoard report at about 4.8 minutes. At minute 5 the ratio is ours / its."""
+    peer = load_script("peer_sample_factory")
+    assert (peer.PEER_ENVS[env].to_game_units, peer.PEER_ENVS[env].unit) == (1.0, unit)
+    writer = tf.summary.create_file_writer(str(tmp_path / "sf" / "seed0" / ".summary" / "0"))
+    with writer.as_default():
+        tf.summary.scalar(peer.TRUE_OBJECTIVE_TAG, peer_objective, step=40000)
+    writer.close()
+    points = peer.true_objective_points(peer.event_files(str(tmp_path / "sf")), time.time() - 290,
+                                        peer.PEER_ENVS[env].to_game_units)
+    assert [(steps, mean) for _, steps, mean in points] == [(10000, pytest.approx(peer_objective))]
+    run = tmp_path / "ours"
+    run.mkdir()
+    (run / "config.json").write_text('{"frame_skip": 6}')
+    write_progress(str(run / "progress.csv"), [ours] * 100, seconds_per_episode=3.0, steps_per_episode=167)
+    rows = peer.compare(str(run), env, points, str(tmp_path))
+    assert rows == [(5, pytest.approx(ours), pytest.approx(peer_objective), pytest.approx(ours / peer_objective))]
+    assert f"({unit}): ratio {ours / peer_objective:.2f}" in capsys.readouterr().out
+
+
 def test_env_libraries_counts_the_cpu_of_child_processes_per_step(tmp_path):
     """A 'step' that makes a child process burn about 0.3 s of CPU: the CPU per step must include it."""
     import subprocess
