@@ -130,6 +130,10 @@ def unbinnable_delta_buttons(buttons: list[str]) -> list[str]:
     return [b for b in buttons if is_delta_button(b) and b not in DELTA_BINS]
 
 
+def _no_bins(button: str) -> str:
+    return f"the delta button {button} has no bins (binned: {', '.join(DELTA_BINS)})"
+
+
 def delta_bin_name(button: str, value: float) -> str:
     """"TURN_LEFT_RIGHT_DELTA=-24": no "+" sign, which joins an action's buttons in its name."""
     return f"{button}{DELTA_VALUE}{round(value, 6):g}"
@@ -140,7 +144,7 @@ def delta_bins(button: str, frame_skip: int | None) -> list[str]:
     tics turns, a speed's by its value. ValueError for a delta button without bins, or an angle's without
     `frame_skip`."""
     if button not in DELTA_BINS:
-        raise ValueError(f"the delta button {button} has no bins (binned: {', '.join(DELTA_BINS)})")
+        raise ValueError(_no_bins(button))
     bins = DELTA_BINS[button]
     if bins.named_per_step and not frame_skip:
         raise ValueError(f"the bins of {button} are named by a step's turn: they need the frame skip")
@@ -175,7 +179,7 @@ def action_name_problem(name: str) -> str | None:
     if not is_delta_button(button):
         return f"{name!r}: only a delta button takes a value" if DELTA_VALUE in name else None
     if button not in DELTA_BINS:
-        return f"{name!r}: the delta button {button} has no bins (binned: {', '.join(DELTA_BINS)})"
+        return f"{name!r}: {_no_bins(button)}"
     try:
         value = delta_value(name)
     except ValueError:
