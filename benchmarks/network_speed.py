@@ -26,9 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from throughput import steps_per_second  # noqa: E402
-
-from doom_a3c.summaries import read_progress  # noqa: E402
+from throughput import run_mode  # noqa: E402
 
 # variant -> train.py flags of this checkout (issue 54's --precision and --jit-compile)
 VARIANTS = {
@@ -39,16 +37,10 @@ VARIANTS = {
 }
 
 
-def run_train(root: str, scenario: str, flags: list[str], minutes: float, warmup: float, out: str) -> float:
-    """One train.py run of `root`'s checkout; its env steps/s after the warm-up."""
-    command = [sys.executable, os.path.join(root, "train.py"), "--scenario", scenario, "--max-minutes", str(minutes),
-               "--model-dir", out, "--frames-dir", os.path.join(out, "frames"), "--gif-every", "0", *flags]
-    print("$", " ".join(command), flush=True)
-    completed = subprocess.run(command, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if completed.returncode != 0:
-        raise SystemExit(f"error: {' '.join(command)} exited with {completed.returncode}: "
-                         f"{completed.stderr.strip().splitlines()[-1:]}")
-    rate = steps_per_second(read_progress(os.path.join(out, "progress.csv")), warmup)
+def run_train(root: str, scenario: str, flags: list[str], args: argparse.Namespace, out: str, name: str) -> float:
+    """One train.py run of `root`'s checkout (benchmarks/throughput.py's run_mode); its env steps/s after the warm-up."""
+    run_args = argparse.Namespace(scenario=scenario, minutes=args.minutes, warmup=args.warmup)
+    rate = run_mode(name, flags, run_args, [], out, root=root)["steps_per_s"]
     print(f"  {rate:.0f} env steps/s", flush=True)
     return rate
 
@@ -78,12 +70,10 @@ def main() -> int:
         for repeat in range(args.repeats):
             for scenario in args.scenarios:
                 tag = scenario.replace("/", "_")
-                rates[scenario]["base"].append(run_train(base, scenario, [], args.minutes, args.warmup,
-                                                         os.path.join(out, f"r{repeat}_{tag}_base")))
+                rates[scenario]["base"].append(run_train(base, scenario, [], args, out, f"r{repeat}_{tag}_base"))
                 for variant in args.variants:
-                    rates[scenario][variant].append(run_train(ROOT, scenario, VARIANTS[variant], args.minutes,
-                                                              args.warmup,
-                                                              os.path.join(out, f"r{repeat}_{tag}_{variant}")))
+                    rates[scenario][variant].append(run_train(ROOT, scenario, VARIANTS[variant], args, out,
+                                                              f"r{repeat}_{tag}_{variant}"))
     finally:
         subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", base], check=False)
     with open(os.path.join(out, "network_speed.json"), "w") as handle:

@@ -100,13 +100,15 @@ def steps_per_second(rows: list[dict[str, float]], warmup_s: float) -> float:
     return (after[-1]["env_steps"] - after[0]["env_steps"]) / (after[-1]["wall_s"] - after[0]["wall_s"])
 
 
-def run_mode(name: str, flags: list[str], args: argparse.Namespace, extra: list[str], out: str) -> dict:
+def run_mode(name: str, flags: list[str], args: argparse.Namespace, extra: list[str], out: str,
+             root: str = ROOT) -> dict:
+    """One train.py run of the checkout in `root` (this one, or another commit's worktree): its rate and memory."""
     run_dir = os.path.join(out, name)
-    command = [sys.executable, os.path.join(ROOT, "train.py"), "--scenario", args.scenario,
+    command = [sys.executable, os.path.join(root, "train.py"), "--scenario", args.scenario,
                "--max-minutes", str(args.minutes), "--model-dir", run_dir, "--frames-dir",
                os.path.join(run_dir, "frames"), "--gif-every", "0", "--log-every-seconds", "30", *flags, *extra]
     print("$", " ".join(command), flush=True)
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, cwd=root)
     start = time.time()
     samples: list[tuple[float, float]] = []
     while process.poll() is None:
