@@ -213,6 +213,8 @@ class TrainConfig:
                              "to norm 0.01 and 1) or 'orthogonal' (gain sqrt(2) in the torso, 1 in the LSTM, 0.01 and 1 "
                              "in the policy and value heads, as the A2C and PPO Atari baselines)",
                              choices=["glorot", "orthogonal"])
+    activation: str = _flag("elu", "the torso's activation: 'elu' (the seed's) or 'relu' (the Atari baselines'; on "
+                            "Breakout ELU learnt a quarter as fast: docs/atari.md)", choices=["elu", "relu"])
     separate_networks: bool = _flag(False, "separate actor and critic networks (seed 001): the value head gets its "
                                     "own torso and LSTM instead of sharing the policy's")
     advantage: str = _flag("gae", "advantage estimator: 'gae' (--gae-lambda; lambda 1 = the seed's discounted "

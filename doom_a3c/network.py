@@ -58,6 +58,7 @@ class NormalizedColumns(keras.initializers.Initializer):
 TORSOS = ("conv", "dense")
 NETWORK_PRECISIONS = ("float32", "bfloat16")  # --precision as resolved (doom_a3c/precision.py)
 WEIGHT_INITS = ("glorot", "orthogonal")
+ACTIVATIONS = ("elu", "relu")
 VARIABLE_UNITS = 32  # width of the game variables' own layer (a handful of numbers in)
 
 
@@ -124,6 +125,7 @@ class ActorCritic(keras.Model):
     `factorised_heads` makes the policy layer output every head's logits and the policy output their joint
     log-probabilities over the `num_actions` actions (the layer keeps its name: "policy").
     `precision` "bfloat16": the torso and LSTM in mixed precision (module docstring); the same weights.
+    `activation` is the torso's: the seed's "elu" or "relu" (Atari's default: docs/atari.md says why).
     """
 
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
@@ -131,8 +133,11 @@ class ActorCritic(keras.Model):
                  use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0,
                  normalize_variables: bool = False, normalize_returns: bool = False, return_scale_floor: float = 1.0,
                  factorised_heads: FactorisedHeads | None = None, entropy_target: bool = False,
-                 weight_init: str = "glorot", precision: str = "float32"):
+                 weight_init: str = "glorot", precision: str = "float32", activation: str = "elu"):
         super().__init__(name=name)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        self.activation = activation
         if precision not in NETWORK_PRECISIONS:
             raise ValueError(f"precision must be one of {NETWORK_PRECISIONS}, got {precision!r}")
         self.precision = precision
@@ -203,22 +208,23 @@ class ActorCritic(keras.Model):
         """One torso (+ LSTM), set as named attributes so that checkpoints name them (conv1, critic_conv1...)."""
         init = lambda k: self._torso_initializer(seed + k)  # noqa: E731
         dtype = self._torso_dtype
+        act = self.activation
         if self.torso == "conv":
-            layers = {"conv1": keras.layers.Conv2D(16, 8, strides=4, activation="elu", kernel_initializer=init(1),
+            layers = {"conv1": keras.layers.Conv2D(16, 8, strides=4, activation=act, kernel_initializer=init(1),
                                                    dtype=dtype),
-                      "conv2": keras.layers.Conv2D(32, 4, strides=2, activation="elu", kernel_initializer=init(2),
+                      "conv2": keras.layers.Conv2D(32, 4, strides=2, activation=act, kernel_initializer=init(2),
                                                    dtype=dtype),
                       "flatten": keras.layers.Flatten(dtype=dtype),  # float32's would cast bfloat16 back and forth
-                      "hidden": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(3),
+                      "hidden": keras.layers.Dense(hidden_size, activation=act, kernel_initializer=init(3),
                                                    dtype=dtype)}
         else:
-            layers = {"fc1": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(1), dtype=dtype),
-                      "fc2": keras.layers.Dense(hidden_size, activation="elu", kernel_initializer=init(3), dtype=dtype)}
+            layers = {"fc1": keras.layers.Dense(hidden_size, activation=act, kernel_initializer=init(1), dtype=dtype),
+                      "fc2": keras.layers.Dense(hidden_size, activation=act, kernel_initializer=init(3), dtype=dtype)}
         if self.num_game_variables:
             # Game variables (health, ammo...) get a small layer of their own, joined to the pixels' features
             # before the LSTM, as Sample Factory's Doom encoder does with its measurements. float32 in every
             # precision: a handful of numbers in, nothing to gain.
-            layers["game_vars"] = keras.layers.Dense(VARIABLE_UNITS, activation="elu", kernel_initializer=init(7))
+            layers["game_vars"] = keras.layers.Dense(VARIABLE_UNITS, activation=act, kernel_initializer=init(7))
         for attribute, layer in layers.items():
             layer.name = prefix + attribute
             setattr(self, prefix + attribute, layer)
@@ -359,7 +365,7 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       normalize_variables=bool(config.normalize_variables),
                       normalize_returns=config.normalize_returns, return_scale_floor=config.return_scale_floor,
                       factorised_heads=factorised, entropy_target=config.entropy_target > 0,
-                      weight_init=config.weight_init, precision=precision)
+                      weight_init=config.weight_init, precision=precision, activation=config.activation)
     return net.build_variables(observation_shape)
 
 

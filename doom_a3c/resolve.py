@@ -60,7 +60,7 @@ FIELDS_BEFORE_FINE_TURNS = {"fine_turns": False}
 FIELDS_BEFORE_ISSUE_53: dict = {"frame_stack": 1,
                                 # --optimizer rmsprop was Keras' RMSprop, rho 0.99, epsilon 0.1
                                 "rmsprop_decay": 0.99, "rmsprop_epsilon": 0.1, "rmsprop_style": "keras",
-                                "weight_init": "glorot",
+                                "weight_init": "glorot", "activation": "elu",
                                 # issue 54: float32, no XLA
                                 "precision": "float32", "jit_compile": False}
 

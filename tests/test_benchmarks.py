@@ -379,7 +379,7 @@ def test_summary_over_seeds_and_scenarios_by_hand(tmp_path):
 # ---- benchmarks/atari_time.py ------------------------------------------------------------------------------------
 @pytest.mark.timeout(120)
 def test_atari_time_splits_pongs_agent_steps_into_their_parts_with_the_atari_defaults(tmp_path, monkeypatch):
-    """Two timed rollouts of the config train.py resolves for Pong (4 games x 20 steps, frame skip 4): 160 agent
+    """Two timed rollouts of the config train.py resolves for Pong (12 games x 20 steps, frame skip 4): 480 agent
     steps, every part took time, the shares add up to 1, and the ceiling doubles on two cores, x4 in frames."""
     import json
 
@@ -390,8 +390,8 @@ def test_atari_time_splits_pongs_agent_steps_into_their_parts_with_the_atari_def
     report = json.loads((tmp_path / "atari_time.json").read_text())
     assert report["game"] == "ALE/Pong-v5" and report["train"] is None
     assert {k: report["config"][k] for k in ("envs_per_worker", "rollout", "frame_skip")} == \
-        {"envs_per_worker": 4, "rollout": 20, "frame_skip": 4}
-    assert report["agent_steps"] == 160
+        {"envs_per_worker": 12, "rollout": 20, "frame_skip": 4}
+    assert report["agent_steps"] == 480
     parts = report["cpu_ms_per_agent_step"]
     assert list(parts) == ["emulator", "preprocessing", "forward pass", "learning", "other"]
     assert all(report["wall_ms_per_agent_step"][part] > 0 for part in parts)
@@ -573,3 +573,23 @@ def test_env_libraries_counts_the_cpu_of_child_processes_per_step(tmp_path):
     steps = rate * 2.0
     assert 5 < steps < 50
     assert cpu_ms * steps >= 250  # the child's 0.3 s, counted while it ran
+
+
+def test_reference_a2c_returns_by_hand_and_its_recipe_is_the_trainers_atari_network():
+    """benchmarks/reference_a2c.py: its own discounted returns against hand numbers (a terminal cuts the bootstrap),
+    the trainer's config it swaps in (RLlib's recipe), and its network's shapes."""
+    reference = load_script("reference_a2c")
+    rewards = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], np.float32)
+    dones = np.array([[0, 0], [1, 0], [0, 0]], np.float32)
+    returns = reference.discounted_returns(rewards, dones, np.array([10.0, 2.0], np.float32), gamma=0.5)
+    # game 0: the terminal at t=1 cuts t=0 off the rest: t2 = 1 + 0.5*10 = 6, t1 = 0, t0 = 1 + 0.5*0 = 1
+    # game 1: t2 = 0 + 0.5*2 = 1, t1 = 1 + 0.5*1 = 1.5, t0 = 0 + 0.5*1.5 = 0.75
+    np.testing.assert_allclose(returns, [[1.0, 0.75], [0.0, 1.5], [6.0, 1.0]])
+    config = reference.recipe_config("ALE/Breakout-v5", 16, 0, "elu")
+    assert (config.lstm, config.frame_stack, config.frame_norm, config.activation) == (False, 4, "scale", "elu")
+    assert (config.envs_per_worker, config.learning_rate, config.gae_lambda) == (16, 7e-4, 1.0)
+    logits, values = reference.reference_network(4, (84, 84, 4), "relu")(np.zeros((3, 84, 84, 4), np.uint8))
+    assert logits.shape == (3, 4) and values.shape == (3,)
+    ours = reference.ours_as_a_model(config, 4, (84, 84, 4))
+    logits, values = ours(tf.zeros((3, 84, 84, 4), tf.uint8))
+    assert logits.shape == (3, 4) and values.shape == (3,) and ours.net.conv1.activation.__name__ == "elu"

@@ -251,3 +251,32 @@ def test_standardized_frames_ignore_overall_brightness():
         a, b = net.step(frames, state, starts), net.step(brighter, state, starts)
         assert np.allclose(a.logits.numpy(), b.logits.numpy(), atol=1e-5) == same
         assert np.allclose(a.values.numpy(), b.values.numpy(), atol=1e-5) == same
+
+
+# ---- --activation ----------------------------------------------------------------------------------------------
+def test_relu_torso_has_no_negative_features_and_elu_does():
+    """--activation relu: every torso layer is a rectifier (no output below 0); the seed's ELU goes down to -1. The
+    features are the hidden layer's output, computed by hand from the conv layers' weights."""
+    frames = np.random.default_rng(5).integers(0, 255, (3, *OBSERVATION_SHAPE)).astype(np.uint8)
+    lows = {}
+    for activation in ("elu", "relu"):
+        net = ActorCritic(A, L, seed=0, activation=activation).build_variables(OBSERVATION_SHAPE)
+        for layer in (net.conv1, net.conv2, net.hidden):
+            assert layer.activation.__name__ == activation
+        x = tf.image.per_image_standardization(tf.cast(frames, tf.float32) / 255.0)
+        lows[activation] = min(float(tf.reduce_min(layer_out)) for layer_out in _layer_outputs(net, x))
+    assert lows["relu"] == 0.0
+    assert -1.0 <= lows["elu"] < 0.0
+
+
+def _layer_outputs(net, x):
+    outputs = []
+    for layer in (net.conv1, net.conv2, net.flatten, net.hidden):
+        x = layer(x)
+        outputs.append(x)
+    return outputs
+
+
+def test_an_unknown_activation_is_refused():
+    with pytest.raises(ValueError, match="activation must be one of"):
+        ActorCritic(A, L, activation="tanh")

@@ -217,3 +217,15 @@ def test_resume_refuses_another_optimizer_but_takes_other_rmsprop_values():
     changed = {"rmsprop_decay": 0.9, "rmsprop_epsilon": 1e-3, "rmsprop_style": "keras", "optimizer": "rmsprop"}
     resumed = resolve_resumed_run(saved, changed, "models/last.ckpt")
     assert (resumed.rmsprop_decay, resumed.rmsprop_epsilon, resumed.rmsprop_style) == (0.9, 1e-3, "keras")
+
+
+def test_a_config_saved_before_activation_existed_keeps_elu():
+    """A checkpoint from before --activation ran ELU, whatever today's Atari defaults say."""
+    data = small_config().to_dict()
+    del data["activation"]
+    config = upgrade_saved_config(data, "old/last.ckpt")
+    assert config.activation == "elu"
+    net = build_actor_critic(config, 2, VECTOR_SHAPE, "global")
+    assert net.fc1.activation.__name__ == "elu"
+    relu = build_actor_critic(small_config(activation="relu"), 2, VECTOR_SHAPE, "global")
+    assert relu.fc1.activation.__name__ == "relu" and relu.fc2.activation.__name__ == "relu"
