@@ -214,7 +214,7 @@ class TrainConfig:
                              "in the policy and value heads, as the A2C and PPO Atari baselines)",
                              choices=["glorot", "orthogonal"])
     activation: str = _flag("elu", "the torso's activation: 'elu' (the seed's) or 'relu' (the Atari baselines'; on "
-                            "Breakout ELU learnt a quarter as fast: docs/atari.md)", choices=["elu", "relu"])
+                            "Breakout ELU learnt about a fifth as fast: docs/atari.md)", choices=["elu", "relu"])
     separate_networks: bool = _flag(False, "separate actor and critic networks (seed 001): the value head gets its "
                                     "own torso and LSTM instead of sharing the policy's")
     advantage: str = _flag("gae", "advantage estimator: 'gae' (--gae-lambda; lambda 1 = the seed's discounted "
