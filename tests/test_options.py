@@ -358,8 +358,8 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
         assert preset.frame_norm == "scale" and preset.learning_rate == 7e-4
         assert preset.weight_init == "glorot" and preset.optimizer == "adam"
         assert preset.env_kind == ATARI and preset.clip_rewards is True and preset.frame_skip == 4
-    pong = resolve_new_run({"scenario": "ALE/Pong-v5"})  # its own preset: the defaults it was measured on
-    assert (pong.activation, pong.lstm, pong.frame_stack, pong.frame_norm) == ("elu", True, 1, "standardize")
+    pong = resolve_new_run({"scenario": "ALE/Pong-v5"})  # its own preset: the recipe it was measured on, with ReLU
+    assert (pong.activation, pong.lstm, pong.frame_stack, pong.frame_norm) == ("relu", True, 1, "standardize")
     assert (pong.envs_per_worker, pong.learning_rate, pong.gae_lambda, pong.clip_rewards) == (4, 3e-4, 0.95, True)
     assert resolve_new_run({"scenario": "ALE/Pong-v5", "rollout": 30}).rollout == 30
     assert resolve_new_run({"scenario": "ALE/Breakout-v5", "gae_lambda": 0.95}).gae_lambda == 0.95
