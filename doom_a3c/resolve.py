@@ -65,6 +65,10 @@ FIELDS_BEFORE_ISSUE_53: dict = {"frame_stack": 1,
                                 "precision": "float32", "jit_compile": False}
 
 
+# scenarios/defaults/doom.toml's shaping table, applied to the game variables a map's .cfg lists.
+CFG_VARIABLE_SHAPING = "cfg_variable_shaping"
+
+
 def _preset_name(config: TrainConfig) -> str:
     return scenario_name(config.scenario, config.model_dir)
 
@@ -171,6 +175,17 @@ def _doom_variables(name: str, config: TrainConfig, preset: dict[str, Any],
             "normalize_variables": bool(normalize and variables)}
 
 
+def _reward_shaping(name: str, config: TrainConfig, preset: dict[str, Any], cfg_variables: list[str]) -> list[list]:
+    """The learning-only shaping: the config's or the preset's list; else, on the defaults for a map with no preset,
+    `scenarios/defaults/doom.toml`'s `cfg_variable_shaping` for each variable the .cfg lists (a map's author lists
+    the variables that matter on it; a variable it does not list is not shaped)."""
+    if config.reward_shaping or "reward_shaping" in preset or not _on_own_map_defaults(preset):
+        return _named_values(name, "reward_shaping", config.reward_shaping or preset.get("reward_shaping"))
+    table = _named_values("defaults/doom.toml", "cfg_variable_shaping",
+                          (preset or own_map_defaults()).get(CFG_VARIABLE_SHAPING, []))
+    return [pair for pair in table if pair[0] in cfg_variables]
+
+
 def _named_values(scenario: str, key: str, value: Any) -> list[list]:
     """A preset's [[GAME_VARIABLE, number], ...] list, checked: names ViZDoom knows, finite numbers."""
     import vizdoom as vzd
@@ -268,8 +283,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                       frag_reward=config.frag_reward or float(preset.get("frag_reward", 0.0)),
                       color=config.color if config.color is not None else bool(preset.get("color", False)),
                       **_doom_variables(name, config, preset, cfg_variables),
-                      reward_shaping=_named_values(name, "reward_shaping",
-                                                   config.reward_shaping or preset.get("reward_shaping")),
+                      reward_shaping=_reward_shaping(name, config, preset, cfg_variables),
                       bootstrap_timeout=_preset_bool(name, preset, "bootstrap_timeout", config.bootstrap_timeout),
                       **_exploration(name, config, preset))
     else:

@@ -242,8 +242,8 @@ def test_users_own_cfg_path(own_scenario, tmp_path):
 
 
 def test_users_own_cfg_runs_in_vizdoom(own_scenario, tmp_path):
-    """The user's cfg starts a game: 6 combined actions, 42x42 observations beside the game variable its cfg lists
-    (basic.cfg: AMMO2, unscaled: the network standardises it), a full-size RGB screen."""
+    """The user's cfg starts a game: 6 combined actions, 42x42 colour observations (the defaults' colour) beside the
+    game variable its cfg lists (basic.cfg: AMMO2, unscaled: the network standardises it), a full-size RGB screen."""
     from doom_a3c.doom_env import DoomEnvironment
 
     config = resolved(str(own_scenario / "mylevel.cfg"), tmp_path)
@@ -252,7 +252,7 @@ def test_users_own_cfg_runs_in_vizdoom(own_scenario, tmp_path):
     try:
         assert env.num_actions == 6
         obs = env.reset()
-        assert obs["frame"].shape == (42, 42, 1) and obs["frame"].dtype.name == "uint8"
+        assert obs["frame"].shape == (42, 42, 3) and obs["frame"].dtype.name == "uint8"
         assert list(obs["variables"]) == [50.0]  # basic's pistol starts with 50 bullets
         assert env.screen().shape == (120, 160, 3)
         result = env.step(config.actions.index(["MOVE_LEFT"]))
@@ -296,7 +296,7 @@ def test_users_bare_wad_gets_a_working_cfg(tmp_path, monkeypatch):
     env = DoomEnvironment(config)
     try:
         assert env.num_actions == 54
-        assert env.reset().shape == (42, 42, 1)
+        assert env.reset().shape == (42, 42, 3)
     finally:
         env.close()
 
@@ -355,20 +355,20 @@ def test_every_shipped_scenario_starts_and_steps(name, tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     config = resolved(name, tmp_path)
-    size = config.frame_size
+    size, channels = config.frame_size, 3 if config.color else 1  # colour: presets based on the defaults
     env = DoomEnvironment(config)
     try:
         assert env.num_actions >= 2, env.action_names
         assert env.num_actions == len(config.actions)
         frame = lambda observation: observation["frame"] if config.game_variables else observation  # noqa: E731
-        assert frame(env.reset()).shape == (size, size, 1)
+        assert frame(env.reset()).shape == (size, size, channels)
         for step in range(2 * env.num_actions):
             result = env.step(step % env.num_actions)
             assert isinstance(result.reward, float)
             if result.game_over:
                 env.reset()
             else:
-                assert frame(result.observation).shape == (size, size, 1)
+                assert frame(result.observation).shape == (size, size, channels)
                 assert frame(result.observation).dtype == np.uint8
                 if config.game_variables:
                     assert result.observation["variables"].shape == (len(config.game_variables),)

@@ -285,11 +285,47 @@ def test_no_preset_runs_a_shipped_map_as_a_copy_under_another_name(tmp_path):
     assert shipped.actions == combined_actions(["TURN_LEFT", "TURN_RIGHT", "ATTACK"]) and len(shipped.actions) == 6
     assert resolve_new_run({"scenario": "defend_the_center", "preset": False, "action_set": "buttons",
                             "policy_heads": "flat"}).actions == [["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]]
-    assert shipped.game_variables == [["AMMO2", 1.0], ["HEALTH", 1.0]] and shipped.reward_shaping == []
+    assert shipped.game_variables == [["AMMO2", 1.0], ["HEALTH", 1.0]]
+    # Colour, and the defaults' shaping of the variables its .cfg lists (HEALTH; AMMO2 is not in the table).
+    assert shipped.color and shipped.reward_shaping == own_map_defaults()["cfg_variable_shaping"] == [["HEALTH", 0.01]]
     assert shipped.cfg_variables and shipped.normalize_variables
     with_preset = resolve_new_run({"scenario": "defend_the_center"})
     assert with_preset.game_variables == [["AMMO2", 0.04], ["HEALTH", 0.01]] and not with_preset.normalize_variables
-    assert with_preset.preset and not with_preset.cfg_variables
+    assert with_preset.preset and not with_preset.cfg_variables and not with_preset.color
+    assert not resolve_new_run({"scenario": "defend_the_center", "preset": False, "color": False}).color  # --no-color
+
+
+def test_the_defaults_shape_the_game_variables_a_cfg_lists(tmp_path, monkeypatch):
+    """On the defaults, a map takes doom.toml's cfg_variable_shaping for each game variable its .cfg lists and for
+    no other; shaping given in the config, or in a preset (an empty list too), or a preset of a map's own, wins."""
+    import shutil
+
+    import vizdoom
+
+    import doom_a3c.resolve as resolve
+    import doom_a3c.scenarios as scenarios
+
+    table = {**own_map_defaults(), "cfg_variable_shaping": [["HEALTH", 0.02], ["AMMO0", 0.5], ["KILLCOUNT", 1.0]]}
+    monkeypatch.setattr(resolve, "own_map_defaults", lambda: table)
+    monkeypatch.setattr(scenarios, "own_map_defaults", lambda: table)
+    run = lambda **given: resolve_new_run({"model_dir": str(tmp_path / "m"), **given})  # noqa: E731
+    # defend_the_center lists AMMO2 and HEALTH; deadly_corridor and my_way_home, presets based on the defaults, list
+    # HEALTH and nothing.
+    assert run(scenario="defend_the_center", preset=False).reward_shaping == [["HEALTH", 0.02]]
+    assert run(scenario="deadly_corridor").reward_shaping == [["HEALTH", 0.02]]
+    assert run(scenario="my_way_home").reward_shaping == []
+    assert run(scenario="defend_the_center", preset=False,
+               reward_shaping=[["ARMOR", 3.0]]).reward_shaping == [["ARMOR", 3.0]]
+    own_preset = scenarios.load_preset("defend_the_center").get("reward_shaping", [])
+    assert run(scenario="defend_the_center").reward_shaping == own_preset
+    # A preset on the defaults that turns shaping off.
+    monkeypatch.setattr(scenarios, "PRESETS_DIR", tmp_path)
+    (tmp_path / "arena.toml").write_text('based_on = "defaults"\nreward_shaping = []\n')
+    shutil.copy(os.path.join(vizdoom.scenarios_path, "defend_the_center.cfg"), tmp_path / "arena.cfg")
+    shutil.copy(os.path.join(vizdoom.scenarios_path, "defend_the_center.wad"), tmp_path / "defend_the_center.wad")
+    assert run(scenario=str(tmp_path / "arena.cfg")).reward_shaping == []
+    (tmp_path / "arena.toml").unlink()
+    assert run(scenario=str(tmp_path / "arena.cfg")).reward_shaping == [["HEALTH", 0.02]]
 
 
 def test_the_new_flags_on_the_command_line():
@@ -323,6 +359,19 @@ def test_an_old_config_keeps_what_it_ran_and_resume_cannot_change_it():
     assert resolve_resumed_run(upgraded, {"normalize_returns": False}, "old") == upgraded
 
 
+def test_a_grey_unshaped_run_from_before_the_colour_default_resumes_as_it_ran():
+    """A no-preset run saved before issue 55's defaults (grey, no shaping) keeps both on resume; --color cannot
+    change a trained network's input."""
+    old = resolve_new_run({"scenario": "defend_the_center", "preset": False}).to_dict()
+    old.update(color=False, reward_shaping=[])
+    upgraded = upgrade_saved_config(old, "old")
+    assert not upgraded.color and upgraded.reward_shaping == []
+    resumed = resolve_resumed_run(upgraded, {}, "old")
+    assert not resumed.color and resumed.reward_shaping == []
+    with pytest.raises(ConfigError, match="cannot change --color"):
+        resolve_resumed_run(upgraded, {"color": True}, "old")
+
+
 # ---- end to end: a tiny --no-preset run saves every derived value, plays, exports and resumes ---------------
 TINY = {"frame_size": 20, "hidden_size": 16, "lstm_size": 8, "workers": 1, "envs_per_worker": 2, "env_threads": 1,
         "gif_every": 0, "log_every_seconds": 60.0, "evaluate": False}
@@ -339,7 +388,8 @@ def test_a_no_preset_run_saves_every_derived_value_and_plays_it(tmp_path, monkey
     assert saved == json.loads(expected.to_json())  # every derived value, as resolved
     assert saved["preset"] is False and saved["action_set"] == "combined" and len(saved["actions"]) == 6
     assert saved["game_variables"] == [["AMMO2", 1.0], ["HEALTH", 1.0]] and saved["normalize_variables"]
-    assert saved["crop"] == [0.0] * 4 and saved["reward_shaping"] == [] and saved["normalize_returns"]
+    assert saved["crop"] == [0.0] * 4 and saved["reward_shaping"] == [["HEALTH", 0.01]] and saved["normalize_returns"]
+    assert saved["color"] is True  # the defaults' colour, saved concretely
 
     # The statistics were learned, shared into the checkpoint, and play.py's network holds the same.
     agent = load_agent(str(model))
