@@ -179,9 +179,10 @@ def _reward_shaping(name: str, config: TrainConfig, preset: dict[str, Any], cfg_
     """The learning-only shaping: the config's or the preset's list; else, on the defaults for a map with no preset,
     `scenarios/defaults/doom.toml`'s `cfg_variable_shaping` for each variable the .cfg lists (a map's author lists
     the variables that matter on it; a variable it does not list is not shaped)."""
-    if config.reward_shaping or "reward_shaping" in preset or not _on_own_map_defaults(preset):
-        return _named_values(name, "reward_shaping", config.reward_shaping or preset.get("reward_shaping"))
-    table = _named_values("defaults/doom.toml", "cfg_variable_shaping",
+    given = config.reward_shaping or preset.get("reward_shaping")
+    if given or "reward_shaping" in preset or not _on_own_map_defaults(preset):
+        return _named_values(name, "reward_shaping", given)
+    table = _named_values("defaults/doom.toml", CFG_VARIABLE_SHAPING,
                           (preset or own_map_defaults()).get(CFG_VARIABLE_SHAPING, []))
     return [pair for pair in table if pair[0] in cfg_variables]
 
