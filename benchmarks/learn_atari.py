@@ -15,7 +15,7 @@ another id. Scores are the true game scores from progress.csv (whole games, uncl
 curve as the mean score of the last --window games against wall time, agent steps and emulator
 frames (agent steps x the frame skip), then the best mean and when it was first reached, and when the
 mean first reached --target. Then the mean at 1M, 2.5M and 5M agent steps beside the published anchors'
-(ANCHORS: their scores at the same agent steps), and every 10 minutes. --random-episodes plays that many
+(benchmarks/atari_anchors.py: Dopamine's agents and RLlib's A2C at the same agent steps), and every 10 minutes. --random-episodes plays that many
 games with uniformly random actions after training, for the baseline.
 """
 from __future__ import annotations
@@ -32,21 +32,17 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.atari_anchors import ANCHOR_CURVES, WINDOW, at_mark, window_means  # noqa: E402
 from benchmarks.learn_scenarios import random_policy_score  # noqa: E402
 from benchmarks.trainer_child import run_trainer  # noqa: E402
 from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
 
 
 MILESTONES = (1_000_000, 2_500_000, 5_000_000)  # agent steps
-# Published scores at those agent steps (issue 53 names the sources). RLlib's A2C: ray-project/rl-experiments,
-# atari-a2c/results/A2C_BreakoutNoFrameskip-v4_0_*/progress.csv, the row nearest each milestone (feed-forward,
-# 4-frame stack, 25 games x 20 steps, RMSProp 7e-4 annealed, no sticky actions). Dopamine's DQN and Rainbow use
-# sticky actions as the v5 ids do; their figure is at 6.25M agent steps (25M frames), the nearest milestone's.
-ANCHORS = {
-    "Breakout": {"RLlib A2C (v4)": {1_000_000: 23.3, 2_500_000: 133.7, 5_000_000: 302.6},
-                 "Dopamine DQN (sticky, at 6.25M)": {5_000_000: 63.0}},
-    "Pong": {"Dopamine Rainbow (sticky, at 6.25M)": {5_000_000: 18.9}},
-}
+# The published runs' scores at those agent steps: benchmarks/atari_anchors.py says where each comes from
+# (Dopamine's agents with sticky actions as the v5 ids, RLlib's A2C on v4 without) and draws the whole curves.
+ANCHORS = {game: {who: {steps: at_mark(curve, steps) for steps in MILESTONES} for who, curve in curves.items()}
+           for game, curves in ANCHOR_CURVES.items()}
 
 
 def mean_at(curve: list[tuple[float, int, float]], index: int, at: float) -> tuple[float, int, float] | None:
@@ -54,14 +50,18 @@ def mean_at(curve: list[tuple[float, int, float]], index: int, at: float) -> tup
     return next((point for point in curve if point[index] >= at), None)
 
 
-def milestone_lines(curve: list[tuple[float, int, float]], game: str, name: str) -> list[str]:
-    """The mean at each milestone of agent steps with the anchors' scores there, then at every 10 minutes."""
+def milestone_lines(curve: list[tuple[float, int, float]], windows: list[float | None], game: str,
+                    name: str) -> list[str]:
+    """The mean at each milestone of agent steps, and the mean of the games of the last WINDOW steps before it
+    (the anchors' measure), with the anchors' scores there; then the mean at every 10 minutes."""
     lines = []
     for steps in MILESTONES:
         point = mean_at(curve, 1, steps)
         anchors = ", ".join(f"{who} {scores[steps]:g}" for who, scores in ANCHORS.get(game, {}).items()
-                            if steps in scores)
+                            if scores.get(steps) is not None)
         ours = f"{point[2]:.1f} (at {point[0] / 60:.1f} min)" if point else "not reached"
+        if (last_window := at_mark(windows, steps)) is not None:
+            ours += f", {last_window:.1f} over the games of the last {WINDOW / 1e6:g}M steps"
         lines.append(f"{name} at {steps / 1e6:g}M agent steps: {ours}" + (f"; {anchors}" if anchors else ""))
     minutes = 10
     while (point := mean_at(curve, 0, minutes * 60)) is not None:
@@ -137,7 +137,7 @@ def main() -> int:
     if args.target is not None:
         reached = first_reaching(curve, args.target)
         print(f"{name} >= {args.target:g}: " + (f"first at {when(reached)}" if reached else "not reached"))
-    for line in milestone_lines(curve, args.game if not args.env_id else "", name):
+    for line in milestone_lines(curve, window_means(rows), args.game if not args.env_id else "", name):
         print(line)
     if args.random_episodes:
         random_mean = random_policy_score(env_id, args.random_episodes, args.seed, out)

@@ -1,6 +1,7 @@
 """benchmarks/learn_atari.py's curve maths against hand-computed numbers (no training)."""
 import json
 
+from benchmarks.atari_anchors import ANCHOR_CURVES, at_mark, table, window_means
 from benchmarks.learn_atari import first_reaching, mean_curve, milestone_lines, read_frame_skip
 
 
@@ -32,12 +33,36 @@ def test_milestones_print_the_mean_at_agent_steps_beside_the_anchors_and_every_1
     scores = [10, 20, 30, 40, 50]
     curve = mean_curve([{"wall_s": 360.0 * (i + 1), "env_steps": 500_000 * (i + 1), "reward": s}
                         for i, s in enumerate(scores)], window=2)
-    lines = milestone_lines(curve, "Breakout", "mean-2")
-    assert lines[0] == "mean-2 at 1M agent steps: 15.0 (at 12.0 min); RLlib A2C (v4) 23.3"
-    assert lines[1] == "mean-2 at 2.5M agent steps: 45.0 (at 30.0 min); RLlib A2C (v4) 133.7"
-    assert lines[2].startswith("mean-2 at 5M agent steps: not reached; RLlib A2C (v4) 302.6, Dopamine DQN")
+    games = [{"wall_s": 360.0 * (i + 1), "env_steps": 500_000 * (i + 1), "reward": s} for i, s in enumerate(scores)]
+    lines = milestone_lines(curve, window_means(games), "Breakout", "mean-2")
+    # The last 0.25M steps before 1M hold one game (20, ending at 1M); before 2.5M one game (50).
+    assert lines[0] == ("mean-2 at 1M agent steps: 15.0 (at 12.0 min), 20.0 over the games of the last 0.25M steps; "
+                        "Dopamine DQN (sticky) 6.7, Dopamine C51 (sticky) 13.3, Dopamine Rainbow (sticky) 15.6, "
+                        "Dopamine IQN (sticky) 31.6, RLlib A2C (v4, no sticky; mean-100) 23.3")
+    assert lines[1].startswith("mean-2 at 2.5M agent steps: 45.0 (at 30.0 min), 50.0 over the games of the last")
+    assert lines[1].endswith("RLlib A2C (v4, no sticky; mean-100) 133.7")
+    assert lines[2].startswith("mean-2 at 5M agent steps: not reached; Dopamine DQN (sticky) 52.9")
     # The first point at or after 10, 20 and 30 minutes: 12, 24 and 30 min.
     assert lines[3:] == ["mean-2 at 10 min: 15.0 (1,000,000 agent steps)",
                          "mean-2 at 20 min: 35.0 (2,000,000 agent steps)",
                          "mean-2 at 30 min: 45.0 (2,500,000 agent steps)"]
-    assert milestone_lines(curve, "", "mean-2")[0] == "mean-2 at 1M agent steps: 15.0 (at 12.0 min)"  # no anchors
+    no_anchors = milestone_lines(curve, window_means(games), "", "mean-2")[0]
+    assert no_anchors == "mean-2 at 1M agent steps: 15.0 (at 12.0 min), 20.0 over the games of the last 0.25M steps"
+
+
+def test_window_means_put_each_game_in_the_quarter_million_steps_it_ended_in():
+    games = [{"env_steps": steps, "reward": score}
+             for steps, score in [(1, 2), (250_000, 4), (250_001, 10), (400_000, 20), (900_000, 7)]]
+    # (0, 250k]: 2 and 4 -> 3; (250k, 500k]: 10 and 20 -> 15; (500k, 750k]: none; (750k, 1M]: 7.
+    assert window_means(games) == [3.0, 15.0, None, 7.0]
+    assert at_mark(window_means(games), 500_000) == 15.0
+    assert at_mark(window_means(games), 2_500_000) is None  # past the curve's end
+    assert window_means([]) == []
+
+
+def test_the_anchor_table_reads_each_curve_at_the_marks():
+    lines = table("Pong", {"ours": [float(i) for i in range(18)]})  # 4.5M steps: the 4M window is index 15
+    assert lines[2] == "| ours | 3.0 | 9.0 | 15.0 | - |"
+    assert lines[5] == "| Dopamine Rainbow (sticky) | -16.5 | 15.2 | 18.1 | 18.4 |"
+    # Every anchor runs to 7M agent steps, one value a quarter million.
+    assert all(len(curve) == 28 for curves in ANCHOR_CURVES.values() for curve in curves.values())
