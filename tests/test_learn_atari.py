@@ -66,3 +66,21 @@ def test_the_anchor_table_reads_each_curve_at_the_marks():
     assert lines[5] == "| Dopamine Rainbow (sticky) | -16.5 | 15.2 | 18.1 | 18.4 |"
     # Every anchor runs to 7M agent steps, one value a quarter million.
     assert all(len(curve) == 28 for curves in ANCHOR_CURVES.values() for curve in curves.values())
+
+
+def test_anchor_plot_of_a_run_and_one_line_for_a_run_with_no_games(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from benchmarks import atari_anchors
+
+    progress = tmp_path / "progress.csv"
+    progress.write_text("wall_s,env_steps,episode,worker,reward,length\n1.0,200000,1,0,3,100\n2.0,600000,2,0,5,120\n")
+    plot = tmp_path / "pong.png"
+    monkeypatch.setattr(sys, "argv", ["atari_anchors.py", "--game", "Pong", "--ours", str(tmp_path),
+                                      "--labels", "run", "--out", str(plot)])
+    assert atari_anchors.main() == 0
+    assert "| doom_a3c run | - | - | - | - |" in capsys.readouterr().out  # 0.6M steps: no mark reached
+    assert plot.stat().st_size > 0 and not list(tmp_path.glob("*.tmp.png"))
+    monkeypatch.setattr(sys, "argv", ["atari_anchors.py", "--game", "Pong", "--ours", str(tmp_path / "none.csv")])
+    assert atari_anchors.main() == 2
+    assert capsys.readouterr().err.strip() == f"error: no games in {tmp_path / 'none.csv'}"
