@@ -105,8 +105,10 @@ class DoomEnvironment:
         # Variables the engine must report: the network's and the shaping's (the cfg may list none of them).
         self._variable_names = [getattr(vzd.GameVariable, name) for name, _ in config.game_variables]
         self._variable_scales = np.array([scale for _, scale in config.game_variables], np.float32)
-        self._shaping_names = [getattr(vzd.GameVariable, name) for name, _ in config.reward_shaping]
-        self._shaping_rewards = np.array([reward for _, reward in config.reward_shaping], np.float64)
+        self._shaping_names = [getattr(vzd.GameVariable, entry[0]) for entry in config.reward_shaping]
+        # [name, reward per unit] pays rises and falls alike; [name, per unit gained, per unit lost] apart.
+        self._shaping_gains = np.array([entry[1] for entry in config.reward_shaping], np.float64)
+        self._shaping_losses = np.array([entry[-1] for entry in config.reward_shaping], np.float64)
         for variable in dict.fromkeys(self._variable_names + self._shaping_names):
             self._game.add_available_game_variable(variable)
         self._shaping_last = np.zeros(len(self._shaping_names))
@@ -195,7 +197,9 @@ class DoomEnvironment:
         bonus = 0.0
         if self._shaping_names:
             now = self._variables(self._shaping_names)
-            bonus += float(np.dot(now - self._shaping_last, self._shaping_rewards))
+            change = now - self._shaping_last
+            bonus += float(np.dot(np.maximum(change, 0), self._shaping_gains)
+                           + np.dot(np.minimum(change, 0), self._shaping_losses))
             self._shaping_last = now
         if self._exploration_reward and not self._game.is_episode_finished():
             cell = self._cell()

@@ -181,26 +181,31 @@ def _reward_shaping(name: str, config: TrainConfig, preset: dict[str, Any], cfg_
     the variables that matter on it; a variable it does not list is not shaped)."""
     given = config.reward_shaping or preset.get("reward_shaping")
     if given or "reward_shaping" in preset or not _on_own_map_defaults(preset):
-        return _named_values(name, "reward_shaping", given)
+        return _named_values(name, "reward_shaping", given, loss_weight=True)
     table = _named_values("defaults/doom.toml", CFG_VARIABLE_SHAPING,
-                          (preset or own_map_defaults()).get(CFG_VARIABLE_SHAPING, []))
+                          (preset or own_map_defaults()).get(CFG_VARIABLE_SHAPING, []), loss_weight=True)
     return [pair for pair in table if pair[0] in cfg_variables]
 
 
-def _named_values(scenario: str, key: str, value: Any) -> list[list]:
-    """A preset's [[GAME_VARIABLE, number], ...] list, checked: names ViZDoom knows, finite numbers."""
+def _named_values(scenario: str, key: str, value: Any, loss_weight: bool = False) -> list[list]:
+    """A preset's [[GAME_VARIABLE, number], ...] list, checked: names ViZDoom knows, finite numbers. With
+    `loss_weight` (the shaping's lists) an entry may also be [GAME_VARIABLE, per unit gained, per unit lost]."""
     import vizdoom as vzd
 
+    form = "[\"GAME_VARIABLE\", number]" + (" or [\"GAME_VARIABLE\", per unit gained, per unit lost]"
+                                            if loss_weight else "")
     pairs = []
     for entry in value or []:
-        if not (isinstance(entry, (list, tuple)) and len(entry) == 2 and isinstance(entry[0], str)
-                and isinstance(entry[1], (int, float)) and math.isfinite(entry[1])):
-            raise ConfigError(f"preset for {scenario}: each entry of {key} must be [\"GAME_VARIABLE\", number], "
-                              f"got {entry!r}")
+        numbers = entry[1:] if isinstance(entry, (list, tuple)) else []
+        if not (isinstance(entry, (list, tuple)) and len(numbers) in ((1, 2) if loss_weight else (1,))
+                and isinstance(entry[0], str)
+                and all(isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n)
+                        for n in numbers)):
+            raise ConfigError(f"preset for {scenario}: each entry of {key} must be {form}, got {entry!r}")
         if not hasattr(vzd.GameVariable, entry[0]):
             raise ConfigError(f"preset for {scenario}: {key} names {entry[0]!r}, which is not a ViZDoom game "
                               f"variable (e.g. HEALTH, AMMO2, KILLCOUNT, ARMOR)")
-        pairs.append([entry[0], float(entry[1])])
+        pairs.append([entry[0], *(float(n) for n in numbers)])
     return pairs
 
 

@@ -187,16 +187,18 @@ def test_an_empty_action_presses_nothing_and_is_named_noop(tmp_path, monkeypatch
         env.close()
 
 
-def test_doom_game_variables_and_shaping_come_from_the_engine(tmp_path, monkeypatch):
-    """health_gathering with HEALTH x0.01 for the network and 1 per health point of shaping: the observation's
-    variable is the engine's health / 100, each step's score is the game's own (+1 per tic, frame skip 4),
-    and the shaping is exactly the change in health."""
+@pytest.mark.parametrize("shaping, gain, loss", [(["HEALTH", 1.0], 1.0, 1.0), (["HEALTH", 2.0, 0.25], 2.0, 0.25)])
+def test_doom_game_variables_and_shaping_come_from_the_engine(shaping, gain, loss, tmp_path, monkeypatch):
+    """health_gathering with HEALTH x0.01 for the network and shaping on health: the observation's variable is
+    the engine's health / 100, each step's score is the game's own (+1 per tic, frame skip 4), and the shaping
+    is exactly the change in health times its weight: 1 a point either way, or 2 a point gained and 0.25 a point
+    lost (the acid floor's losses)."""
     from doom_a3c.doom_env import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
     config = resolved("health_gathering", tmp_path, frame_skip=4, cfg_variables=False)
     config = config.__class__(**{**config.to_dict(), "game_variables": [["HEALTH", 0.01]],
-                                 "reward_shaping": [["HEALTH", 1.0]]})
+                                 "reward_shaping": [shaping]})
     env = DoomEnvironment(config)
     try:
         observation = env.reset()
@@ -210,7 +212,7 @@ def test_doom_game_variables_and_shaping_come_from_the_engine(tmp_path, monkeypa
                 break
             now = env._game.get_game_variable(env._vzd.GameVariable.HEALTH)
             assert step.reward == 4.0  # the living reward of 4 tics, unshaped
-            assert step.shaping == pytest.approx(now - health)
+            assert step.shaping == pytest.approx((now - health) * (gain if now > health else loss))
             assert step.observation["variables"][0] == pytest.approx(now / 100)
             seen_change |= now != health
             shaping_total += step.shaping
@@ -226,7 +228,7 @@ def test_preset_game_variables_and_shaping_round_trip_through_the_saved_config(t
     from doom_a3c import resolve
 
     monkeypatch.chdir(tmp_path)
-    preset = {"game_variables": [["HEALTH", 0.01]], "reward_shaping": [["HEALTH", 1.0]],
+    preset = {"game_variables": [["HEALTH", 0.01]], "reward_shaping": [["HEALTH", 1.0], ["AMMO2", 0.5, 0.0]],
               "actions": [["TURN_LEFT"], ["TURN_LEFT", "MOVE_FORWARD"]]}
     monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
     config = resolved("health_gathering", tmp_path)
@@ -243,6 +245,7 @@ def test_preset_game_variables_and_shaping_round_trip_through_the_saved_config(t
     ([["HEALTHY", 0.01]], "not a ViZDoom game variable"),
     ([["HEALTH"]], "must be"),
     ([["HEALTH", "much"]], "must be"),
+    ([["HEALTH", 0.01, 0.02]], "must be"),  # a gain and a loss weight: only for the shaping
 ])
 def test_a_bad_game_variable_in_a_preset_is_one_clear_error(entry, message, tmp_path, monkeypatch):
     from doom_a3c import resolve
@@ -251,6 +254,17 @@ def test_a_bad_game_variable_in_a_preset_is_one_clear_error(entry, message, tmp_
     preset = {"game_variables": entry}
     monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
     with pytest.raises(ConfigError, match=message):
+        resolved("health_gathering", tmp_path)
+
+
+@pytest.mark.parametrize("entry", [[["HEALTH", 0.01, 0.0, 1.0]], [["HEALTH", True]], [["HEALTH", 0.01, float("nan")]],
+                                   [["HEALTHY", 0.01, 0.0]]])
+def test_a_bad_shaping_entry_in_a_preset_is_one_clear_error(entry, tmp_path, monkeypatch):
+    from doom_a3c import resolve
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(resolve, "load_preset", lambda name: {"reward_shaping": entry})
+    with pytest.raises(ConfigError, match="must be .*per unit gained, per unit lost|not a ViZDoom game variable"):
         resolved("health_gathering", tmp_path)
 
 
