@@ -15,8 +15,9 @@ another id. Scores are the true game scores from progress.csv (whole games, uncl
 curve as the mean score of the last --window games against wall time, agent steps and emulator
 frames (agent steps x the frame skip), then the best mean and when it was first reached, and when the
 mean first reached --target. Then the mean at 1M, 2.5M and 5M agent steps beside the published anchors'
-(benchmarks/atari_anchors.py: Dopamine's agents and RLlib's A2C at the same agent steps), and every 10 minutes. --random-episodes plays that many
-games with uniformly random actions after training, for the baseline.
+(benchmarks/atari_anchors.py: Dopamine's agents and RLlib's A2C at the same agent steps), and every 10
+minutes. --random-episodes plays that many games with uniformly random actions after training, for the
+baseline.
 """
 from __future__ import annotations
 

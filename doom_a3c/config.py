@@ -122,9 +122,9 @@ class TrainConfig:
         "(HEALTH x 0.01...), or an image env's Dict vectors, element by element ([\"gamevariables[0]\", 1.0]...); "
         "[] = pixels only"})
     reward_shaping: list = field(default_factory=list, metadata={
-        "flag": False, "help": "Doom learning bonus per change of a game variable, each [name, reward per unit] or [name, "
-        "per unit gained, per unit lost]; "
-        "added to the learning reward only, never to the reported score; [] = off"})
+        "flag": False, "help": "Doom learning bonus per change of a game variable, each [name, reward per unit] or "
+        "[name, per unit gained, per unit lost]; added to the learning reward only, never to the reported score; "
+        "[] = off"})
     exploration_reward: float = _resolved(0.0, "Doom learning bonus for each map cell the player first enters in an "
                                           "episode (episodic count-based exploration); never in the reported score; "
                                           "0 = off")

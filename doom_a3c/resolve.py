@@ -184,7 +184,7 @@ def _reward_shaping(name: str, config: TrainConfig, preset: dict[str, Any], cfg_
         return _named_values(name, "reward_shaping", given, loss_weight=True)
     table = _named_values("defaults/doom.toml", CFG_VARIABLE_SHAPING,
                           (preset or own_map_defaults()).get(CFG_VARIABLE_SHAPING, []), loss_weight=True)
-    return [pair for pair in table if pair[0] in cfg_variables]
+    return [entry for entry in table if entry[0] in cfg_variables]
 
 
 def _named_values(scenario: str, key: str, value: Any, loss_weight: bool = False) -> list[list]:
@@ -194,7 +194,7 @@ def _named_values(scenario: str, key: str, value: Any, loss_weight: bool = False
 
     form = "[\"GAME_VARIABLE\", number]" + (" or [\"GAME_VARIABLE\", per unit gained, per unit lost]"
                                             if loss_weight else "")
-    pairs = []
+    entries = []
     for entry in value or []:
         numbers = entry[1:] if isinstance(entry, (list, tuple)) else []
         if not (isinstance(entry, (list, tuple)) and len(numbers) in ((1, 2) if loss_weight else (1,))
@@ -205,8 +205,8 @@ def _named_values(scenario: str, key: str, value: Any, loss_weight: bool = False
         if not hasattr(vzd.GameVariable, entry[0]):
             raise ConfigError(f"preset for {scenario}: {key} names {entry[0]!r}, which is not a ViZDoom game "
                               f"variable (e.g. HEALTH, AMMO2, KILLCOUNT, ARMOR)")
-        pairs.append([entry[0], *(float(n) for n in numbers)])
-    return pairs
+        entries.append([entry[0], *(float(n) for n in numbers)])
+    return entries
 
 
 def _exploration(scenario: str, config: TrainConfig, preset: dict[str, Any]) -> dict[str, float]:
