@@ -287,7 +287,8 @@ def test_no_preset_runs_a_shipped_map_as_a_copy_under_another_name(tmp_path):
                             "policy_heads": "flat"}).actions == [["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]]
     assert shipped.game_variables == [["AMMO2", 1.0], ["HEALTH", 1.0]]
     # Colour, and the defaults' shaping of the variables its .cfg lists (HEALTH; AMMO2 is not in the table).
-    assert shipped.color and shipped.reward_shaping == own_map_defaults()["cfg_variable_shaping"] == [["HEALTH", 0.01]]
+    assert shipped.color
+    assert shipped.reward_shaping == own_map_defaults()["cfg_variable_shaping"] == [["HEALTH", 0.01, 0.0]]
     assert shipped.cfg_variables and shipped.normalize_variables
     with_preset = resolve_new_run({"scenario": "defend_the_center"})
     assert with_preset.game_variables == [["AMMO2", 0.04], ["HEALTH", 0.01]] and not with_preset.normalize_variables
@@ -372,6 +373,16 @@ def test_a_grey_unshaped_run_from_before_the_colour_default_resumes_as_it_ran():
         resolve_resumed_run(upgraded, {"color": True}, "old")
 
 
+def test_a_run_saved_with_the_symmetric_health_shaping_resumes_with_it():
+    """The defaults shaped HEALTH both ways (0.01 a point) before the twenty-seventh session and on gains alone
+    since: a run saved with the old pair keeps it on resume, and a new run takes the triple."""
+    old = resolve_new_run({"scenario": "defend_the_center", "preset": False}).to_dict()
+    assert old["reward_shaping"] == [["HEALTH", 0.01, 0.0]]
+    old["reward_shaping"] = [["HEALTH", 0.01]]
+    resumed = resolve_resumed_run(upgrade_saved_config(old, "old"), {}, "old")
+    assert resumed.reward_shaping == [["HEALTH", 0.01]]
+
+
 # ---- end to end: a tiny --no-preset run saves every derived value, plays, exports and resumes ---------------
 TINY = {"frame_size": 20, "hidden_size": 16, "lstm_size": 8, "workers": 1, "envs_per_worker": 2, "env_threads": 1,
         "gif_every": 0, "log_every_seconds": 60.0, "evaluate": False}
@@ -388,7 +399,8 @@ def test_a_no_preset_run_saves_every_derived_value_and_plays_it(tmp_path, monkey
     assert saved == json.loads(expected.to_json())  # every derived value, as resolved
     assert saved["preset"] is False and saved["action_set"] == "combined" and len(saved["actions"]) == 6
     assert saved["game_variables"] == [["AMMO2", 1.0], ["HEALTH", 1.0]] and saved["normalize_variables"]
-    assert saved["crop"] == [0.0] * 4 and saved["reward_shaping"] == [["HEALTH", 0.01]] and saved["normalize_returns"]
+    assert saved["crop"] == [0.0] * 4 and saved["normalize_returns"]
+    assert saved["reward_shaping"] == [["HEALTH", 0.01, 0.0]]  # the defaults' shaping: health gained only
     assert saved["color"] is True  # the defaults' colour, saved concretely
 
     # The statistics were learned, shared into the checkpoint, and play.py's network holds the same.
