@@ -139,7 +139,7 @@ def true_objective_points(event_files: list[str], start: float, to_game_units: f
 
     points = []
     for path in event_files:
-        for event in tf.compat.v1.train.summary_iterator(path):
+        for event in _complete_events(tf, path):
             for value in event.summary.value:
                 if value.tag == TRUE_OBJECTIVE_TAG:
                     # PyTorch's writer stores simple values; TensorFlow's (the tests') tensors.
@@ -147,6 +147,17 @@ def true_objective_points(event_files: list[str], start: float, to_game_units: f
                         tf.make_ndarray(value.tensor))
                     points.append((event.wall_time - start, event.step / FRAME_SKIP, number * to_game_units))
     return sorted(points)
+
+
+def _complete_events(tf, path: str):
+    """The file's events up to its last complete record: the peer is stopped at the budget, sometimes while its
+    writer is part-way through a record, which TensorFlow's reader raises DataLossError on."""
+    events = tf.compat.v1.train.summary_iterator(path)
+    while True:
+        try:
+            yield next(events)
+        except (StopIteration, tf.errors.DataLossError):
+            return
 
 
 def event_files(train_dir: str) -> list[str]:

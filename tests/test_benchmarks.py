@@ -503,6 +503,24 @@ def test_sample_factory_true_objective_from_its_tensorboard_in_game_units(tmp_pa
     assert 1.0 <= wall < 30 and steps == 2000 and mean == pytest.approx(1250.0)
 
 
+def test_a_peer_event_file_cut_mid_record_gives_the_points_before_the_cut(tmp_path):
+    """Sample Factory stopped at its budget part-way through writing a record: the complete ones still count."""
+    peer = load_script("peer_sample_factory")
+    start = time.time() - 1.0
+    writer = tf.summary.create_file_writer(str(tmp_path / "seed0" / ".summary" / "0"))
+    with writer.as_default():
+        tf.summary.scalar(peer.TRUE_OBJECTIVE_TAG, 4.0, step=4000)
+        tf.summary.scalar(peer.TRUE_OBJECTIVE_TAG, 5.0, step=8000)
+    writer.close()
+    (path,) = peer.event_files(str(tmp_path))
+    with open(path, "rb") as events:
+        whole = events.read()
+    with open(path, "wb") as events:
+        events.write(whole[:-5])  # the last record loses its tail
+    points = peer.true_objective_points([path], start, 1.0)
+    assert [(steps, mean) for _, steps, mean in points] == [(1000, 4.0)]
+
+
 def test_comparison_with_sample_factory_at_equal_wall_time(tmp_path):
     """Ours: 200 episodes, one every 6 s; the first 100 last 50 steps, the next 100 last 100 (frame skip 4: 200
     and 400 tics alive). At minute 5 (episode 50) our mean-100 is 200 tics, the peer's 250: ratio 0.8. At minute
