@@ -226,6 +226,16 @@ def value_at(minutes: np.ndarray, means: np.ndarray, at: float) -> float | None:
     return float(means[index]) if index >= 0 else None
 
 
+def chart_title(ours_dir: str, env: str) -> str:
+    """The comparison chart's title: the map both ran, or each side's where ours ran another copy (battle2's plain
+    turning beside Sample Factory's continuous-turning .cfg)."""
+    theirs = PEER_ENVS[env].scenario
+    with open(os.path.join(ours_dir, "config.json")) as handle:
+        scenario = json.load(handle).get("scenario") or theirs
+    ours = os.path.splitext(os.path.basename(scenario))[0]  # a shipped name, or a user's .cfg by its stem
+    return theirs if ours == theirs else f"{ours} (doom_a3c) beside {theirs} (Sample Factory)"
+
+
 def compare(ours_dir: str, env: str, peer_points: list[tuple[float, float, float]], out: str) -> list[tuple]:
     """Print and return (minute, ours, peer, ours / peer) at equal wall time; plot both curves."""
     unit = PEER_ENVS[env].unit
@@ -248,7 +258,7 @@ def compare(ours_dir: str, env: str, peer_points: list[tuple[float, float, float
     axes.plot(peer_minutes, peer_means, label="Sample Factory (APPO)")
     axes.set_xlabel("minutes of training (2 cores)")
     axes.set_ylabel(f"mean of the last 100 episodes ({unit})")
-    axes.set_title(PEER_ENVS[env].scenario)
+    axes.set_title(chart_title(ours_dir, env))
     axes.legend()
     figure.tight_layout()
     figure.savefig(os.path.join(out, "comparison.png"), dpi=100)

@@ -1,6 +1,7 @@
 """The benchmark scripts' own logic: reading a run's progress.csv, and the peer's environment."""
 import csv
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -540,6 +541,16 @@ def test_comparison_with_sample_factory_at_equal_wall_time(tmp_path):
     assert rows[0][1:] == pytest.approx((200.0, 250.0, 0.8))
     assert rows[2][1:] == pytest.approx((300.0, 750.0, 0.4))
     assert (tmp_path / "comparison.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("scenario, title", [
+    ("/home/me/maps/battle2_continuous_turning.cfg", "battle2_continuous_turning"),  # the same .cfg
+    ("/home/me/maps/battle2.cfg", "battle2 (doom_a3c) beside battle2_continuous_turning (Sample Factory)"),
+])
+def test_the_comparison_chart_names_each_sides_map_when_they_differ(tmp_path, scenario, title):
+    peer = load_script("peer_sample_factory")
+    (tmp_path / "config.json").write_text(json.dumps({"frame_skip": 6, "scenario": scenario}))
+    assert peer.chart_title(str(tmp_path), "doom_battle2") == title
 
 
 @pytest.mark.parametrize("env, ours, peer_objective, unit", [
