@@ -47,6 +47,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 from learn_basic import Result, headline, summarize  # noqa: E402
+from learn_scenarios import scenario_label  # noqa: E402
 
 sys.path.insert(0, ROOT)
 from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
@@ -232,7 +233,7 @@ def chart_title(ours_dir: str, env: str) -> str:
     theirs = PEER_ENVS[env].scenario
     with open(os.path.join(ours_dir, "config.json")) as handle:
         scenario = json.load(handle).get("scenario") or theirs
-    ours = os.path.splitext(os.path.basename(scenario))[0]  # a shipped name, or a user's .cfg by its stem
+    ours = scenario_label(scenario)  # a shipped name, or a user's .cfg by its stem
     return theirs if ours == theirs else f"{ours} (doom_a3c) beside {theirs} (Sample Factory)"
 
 
