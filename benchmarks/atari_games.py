@@ -3,7 +3,7 @@
     python benchmarks/atari_games.py [--steps 300] [--games ALE/Pong-v5 ALE/Qbert-v5 ...]
 
 By default every registered `ALE/*-v5` id (104 with ale-py 0.12). Each game is resolved and built as train.py
-does it (doom_a3c/resolve.py, then make_environment). Prints one line per game (actions, colour screen shape,
+does it (doom_a3c/run/resolve.py, then make_environment). Prints one line per game (actions, colour screen shape,
 games finished, seconds) and, at the end, the ids that failed; exits 1 if any did.
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.config import TrainConfig  # noqa: E402
-from doom_a3c.env_batch import make_environment  # noqa: E402
-from doom_a3c.gym_envs import registered_atari_ids  # noqa: E402
-from doom_a3c.resolve import resolve_environment  # noqa: E402
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.factory import make_environment
+from doom_a3c.envs.gym.registry import registered_atari_ids
+from doom_a3c.run.resolve import resolve_environment
 
 
 def play_random(env_id: str, steps: int, seed: int = 0) -> str:

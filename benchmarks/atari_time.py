@@ -4,7 +4,7 @@
     python benchmarks/atari_time.py --game Breakout [--rollouts 100] [--train-seconds 90] [--out DIR]
                                     [-- extra train.py flags]
 
-One A3C worker, the trainer's own (`doom_a3c.a3c.A3CWorker`, built by `doom_a3c.build` from the config a fresh
+One A3C worker, the trainer's own (`doom_a3c.modes.a3c.A3CWorker`, built by `doom_a3c.modes.build` from the config a fresh
 `train.py --scenario ALE/<Game>-v5` resolves: scenarios/atari.toml's 4 games and 20-step rollouts, 84x84 grey,
 frame skip 4), plays and learns in this process, one thing at a time: its games are stepped here (not in a child
 process) by one thread. Each part is timed around its own calls, so every figure is one core's time:
@@ -49,10 +49,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.throughput import run_mode  # noqa: E402
-from doom_a3c.a3c import a3c_workers  # noqa: E402
-from doom_a3c.build import build_thread_run  # noqa: E402
-from doom_a3c.config import ConfigError, TrainConfig, build_parser, given_values  # noqa: E402
-from doom_a3c.resolve import resolve_new_run  # noqa: E402
+from doom_a3c.modes.a3c import a3c_workers
+from doom_a3c.modes.build import build_thread_run
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig, build_parser, given_values
+from doom_a3c.run.resolve import resolve_new_run
 
 PARTS = ("emulator", "preprocessing", "forward pass", "learning", "other")
 

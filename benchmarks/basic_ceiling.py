@@ -22,9 +22,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.doom_env import button_names, button_vector  # noqa: E402
-from doom_a3c.scenarios import find_doom_scenario  # noqa: E402
-from doom_a3c.summaries import moving_mean  # noqa: E402
+from doom_a3c.envs.doom.game import button_names, button_vector
+from doom_a3c.envs.doom.scenario_files import find_doom_scenario
+from doom_a3c.run.summaries import moving_mean
 
 LEFT, RIGHT, ATTACK = "MOVE_LEFT", "MOVE_RIGHT", "ATTACK"
 

@@ -13,7 +13,7 @@
 
 Steps count games stepped (a batch step of 8 games is 8). CPU per step counts this process and every process
 under it (the engines, the vector env's workers): the cost a trainer pays for its games. ViZDoom's gymnasium
-envs get the same preprocessing as ours (doom_a3c.environment.preprocess_frame to the preset's frame size), so
+envs get the same preprocessing as ours (doom_a3c.envs.interface.preprocess_frame to the preset's frame size), so
 both hand out what the network takes. A smoke check of a few seconds each shows that it runs;
 figures to quote need a quiet machine and 30 s or more each. Shared machines drift: compare within one sitting.
 """
@@ -30,10 +30,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from doom_a3c.env_batch import EnvBatch, make_environment  # noqa: E402
-from doom_a3c.environment import preprocess_frame  # noqa: E402
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.factory import make_environment
+from doom_a3c.envs.interface import preprocess_frame
 from soak import family, process_table  # noqa: E402
-from doom_a3c.resolve import resolve_new_run  # noqa: E402
+from doom_a3c.run.resolve import resolve_new_run
 
 GYM_IDS = {"basic": "VizdoomBasic-v1", "defend_the_center": "VizdoomDefendCenter-v1",
            "health_gathering": "VizdoomHealthGathering-v1"}

@@ -42,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.trainer_child import TrainerStopped, run_trainer_checked  # noqa: E402
-from doom_a3c.summaries import moving_mean, read_progress  # noqa: E402
+from doom_a3c.run.summaries import moving_mean, read_progress
 
 COLUMNS = ["scenario", "seed", "env_steps", "final_mean100", "best_mean100", "target", "minutes_to_target",
            "steps_per_s", "random_policy", "preset", "source"]
@@ -89,8 +89,8 @@ def summarize_run(scenario: str, seed: int, rows: list[dict[str, float]], target
 def random_policy_score(scenario: str, episodes: int, seed: int, cache_dir: str, preset: bool = True) -> float:
     """Mean game score of uniformly random actions on the scenario as the run builds it (its preset's actions,
     or the defaults' with `preset=False`)."""
-    from doom_a3c.env_batch import make_environment
-    from doom_a3c.resolve import resolve_new_run
+    from doom_a3c.envs.factory import make_environment
+    from doom_a3c.run.resolve import resolve_new_run
 
     given = {"scenario": scenario, "model_dir": cache_dir}
     config = resolve_new_run(given if preset else {**given, "preset": False})
@@ -111,7 +111,7 @@ def random_policy_score(scenario: str, episodes: int, seed: int, cache_dir: str,
 
 
 def shipped_scenarios() -> list[str]:
-    from doom_a3c.scenarios import shipped_scenario_names
+    from doom_a3c.envs.doom.scenario_files import shipped_scenario_names
 
     return shipped_scenario_names()
 
@@ -119,7 +119,8 @@ def shipped_scenarios() -> list[str]:
 def preset_target(scenario: str, cache_dir: str = "models") -> float | None:
     """The preset's target_reward for a scenario name or file (a fact of the map, also for --no-preset runs);
     None for a user's own map, which has no preset."""
-    from doom_a3c.scenarios import load_preset, scenario_name
+    from doom_a3c.run.presets import load_preset
+    from doom_a3c.envs.scenario import scenario_name
 
     target = load_preset(scenario_name(scenario, cache_dir)).get("target_reward")
     return None if target is None else float(target)
@@ -128,7 +129,8 @@ def preset_target(scenario: str, cache_dir: str = "models") -> float | None:
 def has_preset(scenario: str, cache_dir: str = "models") -> bool:
     """Whether train.py finds a preset for the scenario: a user's own map has none, and then runs on
     scenarios/defaults/doom.toml, as a shipped map does with --no-preset (the summary groups them so)."""
-    from doom_a3c.scenarios import load_preset, scenario_name
+    from doom_a3c.run.presets import load_preset
+    from doom_a3c.envs.scenario import scenario_name
 
     return bool(load_preset(scenario_name(scenario, cache_dir)))
 

@@ -31,8 +31,8 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
-from doom_a3c.config import TrainConfig, build_parser, given_values  # noqa: E402
-from doom_a3c.resolve import resolve_new_run  # noqa: E402
+from doom_a3c.config import TrainConfig, build_parser, given_values
+from doom_a3c.run.resolve import resolve_new_run
 
 PARTS = ("act", "gradient", "apply", "sync")
 WARMUP_CALLS = 3
@@ -46,7 +46,7 @@ def observation_shape(config: TrainConfig) -> tuple[int, ...]:
 
 def random_observations(config: TrainConfig, rng: np.random.Generator, *batch: int) -> np.ndarray:
     """Random frames [*batch, *frame], as records with the game variables when the config has any."""
-    from doom_a3c.environment import observation_dtype
+    from doom_a3c.envs.interface import observation_dtype
 
     frames = rng.integers(0, 256, (*batch, *observation_shape(config)), dtype=np.uint8)
     if not config.game_variables:
@@ -69,11 +69,11 @@ def time_calls(call: Callable[[], object], calls: int) -> dict[str, float]:
 
 
 def measure(config: TrainConfig, calls: int) -> dict:
-    from doom_a3c.build import configure_threads
-    from doom_a3c.learning import GlobalLearner
-    from doom_a3c.local_copy import LocalCopy
-    from doom_a3c.network import LSTMState, build_actor_critic
-    from doom_a3c.rollout import Rollout
+    from doom_a3c.modes.build import configure_threads
+    from doom_a3c.algo.learner import GlobalLearner
+    from doom_a3c.algo.local_copy import LocalCopy
+    from doom_a3c.algo.model.actor_critic import LSTMState, build_actor_critic
+    from doom_a3c.algo.rollout import Rollout
 
     configure_threads(config.workers)
     actions, games, steps = len(config.actions), config.envs_per_worker, config.rollout

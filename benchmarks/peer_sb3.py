@@ -23,7 +23,7 @@ from collections import deque
 
 import numpy as np
 
-FIELDS = ["wall_s", "env_steps", "episode", "worker", "reward", "length"]  # doom_a3c.summaries.CSV_FIELDS
+FIELDS = ["wall_s", "env_steps", "episode", "worker", "reward", "length"]  # doom_a3c.run.summaries.CSV_FIELDS
 
 
 def parse_args() -> argparse.Namespace:

@@ -36,7 +36,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.summaries import read_progress  # noqa: E402
+from doom_a3c.run.summaries import read_progress
 
 SAMPLE_SECONDS = 2.0
 LEFTOVER_GRACE_SECONDS = 10.0
@@ -98,7 +98,7 @@ def running(pids: list[int]) -> list[int]:
 
 
 def checkpoint_counters(model_dir: str) -> dict[str, float]:
-    from doom_a3c.checkpoint import read_checkpoint, resolve_prefix
+    from doom_a3c.runtime.checkpoint import read_checkpoint, resolve_prefix
 
     return read_checkpoint(resolve_prefix(model_dir)).counters
 

@@ -8,12 +8,16 @@
 TensorFlow is imported on first use, quietly, through `doom_a3c.quiet_import` (TF 2.21 writes oneDNN and
 CPU-feature notices to stderr while it loads, and a user error must stay one line on stderr). The API's names
 are imported on first use too, so `--help` and a bad flag answer without TF's import.
+
+The package is layered (docs/design/architecture.md): the base (config, errors, quiet_import); envs/ and
+runtime/; algo/; modes/; run/; and this API with cli.py on top. A module imports only from layers below its own
+(tests/test_layers.py checks it).
 """
 
 __all__ = ["TrainConfig", "TrainSummary", "train", "Agent", "load_agent", "export_policy", "make_env"]
-_API = {"TrainConfig": "doom_a3c.config", "TrainSummary": "doom_a3c.training", "train": "doom_a3c.training",
-        "Agent": "doom_a3c.evaluation", "load_agent": "doom_a3c.evaluation", "export_policy": "doom_a3c.export",
-        "make_env": "doom_a3c.gym_adapter"}
+_API = {"TrainConfig": "doom_a3c.config", "TrainSummary": "doom_a3c.run.training", "train": "doom_a3c.run.training",
+        "Agent": "doom_a3c.run.agent", "load_agent": "doom_a3c.run.agent", "export_policy": "doom_a3c.run.export",
+        "make_env": "doom_a3c.run.agent"}
 
 
 def __getattr__(name: str):

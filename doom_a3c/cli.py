@@ -15,14 +15,14 @@ and a TFLite file where the conversion works)."""
 
 def train_main(argv: Sequence[str] | None = None) -> int:
     from doom_a3c.config import build_parser, given_values
-    from doom_a3c.training import train_from_flags
+    from doom_a3c.run.training import train_from_flags
 
     return train_from_flags(given_values(build_parser(TRAIN_DESCRIPTION).parse_args(argv)))
 
 
 def play_parser() -> argparse.ArgumentParser:
     from doom_a3c.config import OneLineErrorParser
-    from doom_a3c.recording import VIDEO_FORMATS
+    from doom_a3c.run.recording import VIDEO_FORMATS
 
     parser = OneLineErrorParser(description=PLAY_DESCRIPTION, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--model", required=True, help="checkpoint prefix (models/last.ckpt) or a run folder")
@@ -45,7 +45,7 @@ def play_main(argv: Sequence[str] | None = None) -> int:
         parser.error("--out is required (or --export DIR)")
     if args.episodes <= 0:
         parser.error(f"--episodes must be > 0, got {args.episodes}")
-    from doom_a3c.evaluation import main  # TensorFlow's import: only once the flags are known to be good
+    from doom_a3c.run.playback import main
 
     return main(args.model, args.out, args.episodes, args.greedy, args.seed, args.video, args.export)
 

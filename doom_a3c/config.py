@@ -2,7 +2,7 @@
 
 The command line is generated from the dataclass fields, so a flag, its default and its help text
 live in one place. Fields whose default is None ("the preset's") and the environment fields
-(`env_kind`, `scenario_path`, `actions`, ...) are filled in once, by doom_a3c/resolve.py, when a run
+(`env_kind`, `scenario_path`, `actions`, ...) are filled in once, by doom_a3c/run/resolve.py, when a run
 starts; from then on the config is complete and concrete, and that is what the checkpoint and
 `config.json` hold (strict JSON). `play.py` and `--resume` read it back and never look at a preset.
 """
@@ -16,27 +16,17 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from doom_a3c.errors import ConfigError
+
 MIN_FRAME_SIZE = 20  # conv 8x8/4 then 4x4/2 leave a 1x1 map
 MAX_FRAME_STACK = 16  # 16 84x84 grey frames: 113 KB an observation, 16x the rollouts' and GA3C batches' memory
 ENV_KINDS = ("doom", "atari", "image", "vector")
 POLICY_HEADS = ("flat", "factorised")
 OPTIMIZERS = ("adam", "rmsprop")
 RMSPROP_STYLES = ("tf1", "keras")
-PRECISIONS = ("auto", "float32", "bfloat16")  # doom_a3c/precision.py
 
 
-class ConfigError(ValueError):
-    """A user-facing configuration mistake: printed as one line, never as a traceback."""
-
-
-def one_line(error: BaseException) -> str:
-    """The first line of an error's text, for a one-line message (Ray's errors carry whole remote
-    tracebacks, an engine's several lines)."""
-    cause = getattr(error, "cause", None)
-    if isinstance(cause, BaseException) and cause is not error:
-        return one_line(cause)
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
+PRECISIONS = ("auto", "float32", "bfloat16")  # doom_a3c/algo/model/precision.py
 
 
 def _flag(default: Any, help: str, **argparse_kwargs: Any) -> Any:
@@ -87,7 +77,7 @@ class TrainConfig:
                                    "'buttons' (one action per available button), 'combined' (move, turn, strafe and "
                                    "attack at once: one option from each group of the .cfg's buttons, at most "
                                    "64 actions); a delta button (TURN_LEFT_RIGHT_DELTA) offers bins, such as "
-                                   "TURN_LEFT_RIGHT_DELTA=-24, a 24-degree left turn a step (doom_a3c/action_sets.py)",
+                                   "TURN_LEFT_RIGHT_DELTA=-24, a 24-degree left turn a step (envs/doom/action_sets.py)",
                                    choices=["preset", "buttons", "combined"],
                                    shown_default="'preset' when the preset lists actions, else 'buttons'; "
                                                  "'combined' for a map with no preset (defaults/doom.toml)")
@@ -105,14 +95,14 @@ class TrainConfig:
                                              "shared by all workers and saved in the checkpoint",
                                              shown_default="on for the .cfg's variables and an image env's vectors, "
                                              "off for a preset's hand-scaled ones")
-    # --- the environment as resolved when the run started (doom_a3c/resolve.py) ---
+    # --- the environment as resolved when the run started (doom_a3c/run/resolve.py) ---
     env_kind: str = _resolved("", "doom, atari, image or vector")
     scenario_path: str = _resolved("", "Doom: the .cfg the games load (absolute); gymnasium: the env id")
     actions: list = _resolved(None, "each action as the list of buttons it holds down (Doom; a delta button's bin "
                               "as BUTTON=VALUE), or the game's action name (gymnasium)")
     action_heads: list = field(default_factory=list, metadata={
         "flag": False, "help": "with --policy-heads factorised: each head as the names of its options (option 0 "
-        "'(none)' or, for the left-over buttons' head, '(combination)'; doom_a3c/action_sets.py); [] = flat"})
+        "'(none)' or, for the left-over buttons' head, '(combination)'; doom_a3c/envs/doom/action_sets.py); [] = flat"})
     crop: list = _resolved(None, "fractions of the Doom screen cut off (top, bottom, left, right) before downsampling")
     game_args: str = _resolved("", "extra ViZDoom engine arguments (multiplayer maps)")
     bots: int = _resolved(0, "bots added at each Doom episode start (deathmatch maps)")
@@ -163,8 +153,8 @@ class TrainConfig:
     precision: str = _flag("auto", "what the network computes in: 'float32', or 'bfloat16' mixed precision (the conv "
                            "or dense torso, its dense layer and the LSTM's matrix products in bfloat16; weights, "
                            "heads, LSTM state and loss in float32, so a checkpoint is the same either way); 'auto' "
-                           "picks float32 until bfloat16 is measured faster (doom_a3c/precision.py). bfloat16 needs a "
-                           "CPU with avx512_bf16 or amx_bf16. The config saves what ran; --resume may change it; "
+                           "picks float32 until bfloat16 is measured faster (algo/model/precision.py). bfloat16 "
+                           "needs a CPU with avx512_bf16 or amx_bf16. The config saves what ran; --resume may change it; "
                            "play.py and --export always run float32", choices=list(PRECISIONS))
     jit_compile: bool = _flag(False, "compile the acting step and the learning step with XLA (tf.function's "
                               "jit_compile): fewer, fused ops, but several seconds of compiling at each network's "
@@ -189,7 +179,7 @@ class TrainConfig:
     entropy_coef: float = _flag(0.01, "weight of the entropy bonus")
     entropy_target: float = _flag(0.0, "F > 0: the entropy weight grows above --entropy-coef while the policy's "
                                   "entropy is below F times that of a uniform policy, and sinks back to it above "
-                                  "(one-sided automatic temperature: doom_a3c/entropy_target.py); 0: fixed weight")
+                                  "(one-sided automatic temperature: doom_a3c/algo/entropy_target.py); 0: fixed weight")
     clip_norm: float = _flag(40.0, "clip gradients at this global norm")
     optimizer: str = _flag("adam", "the one optimizer every worker's gradient goes through (its statistics shared, as "
                            "the A3C paper's shared RMSProp); fixed for a run: --resume cannot change it",
@@ -202,7 +192,7 @@ class TrainConfig:
     rmsprop_style: str = _flag("tf1", "--optimizer rmsprop: 'tf1' starts the mean square at 1, as TensorFlow 1's "
                                "RMSPropOptimizer did for the A3C paper and A2C (first updates about lr * g); 'keras' "
                                "is Keras 3's RMSprop, which starts it at 0 (first updates about 10 lr * sign(g) with "
-                               "a small epsilon). Both put epsilon inside the root; doom_a3c/optimizers.py",
+                               "a small epsilon). Both put epsilon inside the root; doom_a3c/algo/optimizers.py",
                                choices=list(RMSPROP_STYLES))
     learning_rate: float = _flag(3e-4, "optimizer learning rate (the seed used 1e-4 with one game per worker; 4 "
                                  "batched games per worker learn basic.wad fastest with 3e-4)")
@@ -254,7 +244,7 @@ class TrainConfig:
                                "start of each leg: a --resume'd run trains this long again")
     target_reward: float | None = _flag(None, "stop when the mean unscaled reward of the last 100 episodes reaches "
                                         "this (default: never)")
-    # --- evaluation during training (doom_a3c/periodic_evaluation.py) ---
+    # --- evaluation during training (doom_a3c/run/periodic_evaluation.py) ---
     evaluate: bool = _flag(True, "evaluate the policy while it trains, in a thread of its own: every "
                            "--eval-every-minutes and once more at the end of the run (not after Ctrl-C or SIGTERM), "
                            "--eval-episodes whole episodes on games of their own, seeded apart from training's, "
@@ -297,7 +287,7 @@ class TrainConfig:
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ConfigError(f"--{flag_name(name)} must be >= 0, got {getattr(self, name)}")
-        for name in ("frame_skip", "reward_scale"):  # None: the preset's, filled in by resolve.py
+        for name in ("frame_skip", "reward_scale"):  # None: the preset's, filled in by doom_a3c/run/resolve.py
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ConfigError(f"--{flag_name(name)} must be > 0, got {value}")
@@ -348,7 +338,7 @@ class TrainConfig:
         return self
 
     def is_resolved(self) -> bool:
-        """True once the scenario's values are filled in (resolve.py): nothing left to look up."""
+        """True once the scenario's values are filled in (doom_a3c/run/resolve.py): nothing left to look up."""
         return (self.env_kind in ENV_KINDS and bool(self.scenario_path) and bool(self.actions)
                 and all(getattr(self, name) is not None for name in ("frame_skip", "reward_scale", "clip_rewards",
                                                                  "env_processes")))

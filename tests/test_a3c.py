@@ -1,15 +1,15 @@
-"""Thread A3C (doom_a3c/a3c.py) on a tiny fake pixel environment: a worker learns, its local copy equals
+"""Thread A3C (doom_a3c/modes/a3c.py) on a tiny fake pixel environment: a worker learns, its local copy equals
 the global network after each update, NaN gradients never reach the global weights, and an error in a
 worker stops the run instead of hanging it. The fakes and `fake_thread_run` here serve the GA3C and Ray
 mode tests too."""
 import numpy as np
 
-from doom_a3c.a3c import a3c_workers
-from doom_a3c.build import ThreadRun, build_global
+from doom_a3c.modes.a3c import a3c_workers
+from doom_a3c.modes.build import ThreadRun, build_global
 from doom_a3c.config import TrainConfig
-from doom_a3c.env_batch import EnvBatch
-from doom_a3c.environment import Step
-from doom_a3c.run_state import RunState
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.interface import Step
+from doom_a3c.runtime.state import RunState
 
 SHAPE = (84, 84, 1)
 

@@ -8,16 +8,20 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT, first_observation_and_policy
-from doom_a3c.action_sets import COMBINATION, NO_BUTTON, combined_action_heads, combined_actions, head_option_matrix
-from doom_a3c.build import build_global, build_network
-from doom_a3c.checkpoint import read_checkpoint, restore
-from doom_a3c.config import ConfigError, build_parser, given_values
-from doom_a3c.environment import EnvSpec
-from doom_a3c.evaluation import load_agent, play
-from doom_a3c.losses import a3c_loss
-from doom_a3c.network import FactorisedHeads, joint_log_probs
-from doom_a3c.resolve import resolve_new_run, resolve_resumed_run, upgrade_saved_config
-from doom_a3c.training import train_from_flags
+from doom_a3c.envs.doom.action_sets import (COMBINATION, NO_BUTTON, combined_action_heads, combined_actions,
+                                            head_option_matrix)
+from doom_a3c.modes.build import build_global, build_network
+from doom_a3c.runtime.checkpoint import read_checkpoint, restore
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import build_parser, given_values
+from doom_a3c.envs.interface import EnvSpec
+from doom_a3c.run.agent import load_agent
+from doom_a3c.run.playback import play
+from doom_a3c.algo.losses import a3c_loss
+from doom_a3c.algo.model.heads import FactorisedHeads, joint_log_probs
+from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
+from doom_a3c.run.training import train_from_flags
 
 # Four buttons in three groups (move, turn, attack), and SPEED left over: a cap of 13 admits 2 x 3 x 2 = 12
 # combinations and SPEED alone, where SPEED in the product would make 24.
@@ -165,7 +169,7 @@ def test_an_old_config_loads_flat_and_its_checkpoint_restores(capsys):
 
 # ---- end to end: a tiny factorised run trains, plays and exports ------------------------------------------------
 def test_a_factorised_run_trains_plays_and_exports(tmp_path, monkeypatch):
-    from doom_a3c.export import export_policy
+    from doom_a3c.run.export import export_policy
 
     monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
     model = tmp_path / "model"

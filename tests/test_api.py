@@ -143,10 +143,10 @@ def test_export_takes_game_variables_as_a_second_input(tmp_path):
     import tensorflow as tf
 
     from doom_a3c.config import TrainConfig
-    from doom_a3c.environment import EnvSpec
-    from doom_a3c.evaluation import Agent
-    from doom_a3c.export import export_policy
-    from doom_a3c.network import build_actor_critic
+    from doom_a3c.envs.interface import EnvSpec
+    from doom_a3c.run.agent import Agent
+    from doom_a3c.run.export import export_policy
+    from doom_a3c.algo.model.actor_critic import build_actor_critic
 
     config = TrainConfig(lstm_size=8, hidden_size=16, game_variables=[["HEALTH", 0.01], ["AMMO2", 0.1]])
     spec = EnvSpec(3, (42, 42, 1), 4 / 35, ["A", "B", "C"])

@@ -104,7 +104,7 @@ def test_network_speed_variants_are_flags_train_py_takes_and_each_asks_for_what_
 def test_engine_speed_counts_steps_and_the_cpu_of_python_and_of_the_engines():
     pytest.importorskip("vizdoom")
     engine_speed = load_script("engine_speed")
-    from doom_a3c.resolve import resolve_new_run
+    from doom_a3c.run.resolve import resolve_new_run
 
     config = resolve_new_run({"scenario": "basic.wad"})  # what engine_speed.py's main() measures
     rate, python_us, engine_us = engine_speed.measure(config, games=2, seconds=0.5)

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.checkpoint import Checkpointer, RunCounters, read_checkpoint, resolve_prefix, restore
+from doom_a3c.runtime.checkpoint import Checkpointer, RunCounters, read_checkpoint, resolve_prefix, restore
 from doom_a3c.config import TrainConfig
-from doom_a3c.network import ActorCritic
-from doom_a3c.run_files import LAST, CheckpointError
+from doom_a3c.algo.model.actor_critic import ActorCritic
+from doom_a3c.runtime.files import LAST
+from doom_a3c.errors import CheckpointError
 
 A, L = 3, 16
 OBSERVATION_SHAPE = (84, 84, 1)
@@ -204,9 +205,9 @@ def test_saved_checkpoint_plays_in_process(tmp_path, monkeypatch):
     """evaluation.play on a freshly saved basic checkpoint writes its GIF and results.json (fast play.py check)."""
     import imageio.v3 as iio
 
-    from doom_a3c.evaluation import play
-    from doom_a3c.network import build_actor_critic
-    from doom_a3c.resolve import resolve_new_run
+    from doom_a3c.run.playback import play
+    from doom_a3c.algo.model.actor_critic import build_actor_critic
+    from doom_a3c.run.resolve import resolve_new_run
 
     monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
     model_dir = tmp_path / "model"

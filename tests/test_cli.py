@@ -89,7 +89,7 @@ def assert_one_line_error(proc, *needles):
 
 def saved_run(prefix):
     """What a checkpoint holds besides the weights: its config (a dict), action count and counters."""
-    from doom_a3c.checkpoint import read_checkpoint
+    from doom_a3c.runtime.checkpoint import read_checkpoint
 
     return read_checkpoint(str(prefix))
 
@@ -396,7 +396,7 @@ def test_resume_without_checkpoint(tmp_path, capsys):
 
 def two_user_maps(tmp_path):
     """maps_a/mylevel.cfg (basic's 3 buttons) and maps_b/mylevel.cfg (4 buttons): two scenarios of one name."""
-    from doom_a3c.scenarios import shipped_scenarios_dir
+    from doom_a3c.envs.doom.scenario_files import shipped_scenarios_dir
 
     cfg_text = open(os.path.join(shipped_scenarios_dir(), "basic.cfg")).read()
     assert "        ATTACK\n" in cfg_text
@@ -414,9 +414,9 @@ def write_checkpoint(scenario, model_dir, frames, num_actions=None):
     import keras
     import tensorflow as tf
 
-    from doom_a3c.checkpoint import Checkpointer, RunCounters
-    from doom_a3c.network import build_actor_critic
-    from doom_a3c.resolve import resolve_new_run
+    from doom_a3c.runtime.checkpoint import Checkpointer, RunCounters
+    from doom_a3c.algo.model.actor_critic import build_actor_critic
+    from doom_a3c.run.resolve import resolve_new_run
 
     # One action per button, flat: the action counts the tests below name.
     config = resolve_new_run({"scenario": str(scenario), "lstm_size": 16, "hidden_size": 16, "workers": 1,
@@ -559,7 +559,7 @@ def test_kill_9_then_resume(tmp_path):
         except ProcessLookupError:
             pass
         log.close()
-    from doom_a3c.checkpoint import resolve_prefix
+    from doom_a3c.runtime.checkpoint import resolve_prefix
 
     before = saved_run(resolve_prefix(str(model_dir))).counters
     resumed = run("train.py", "--resume", "--model-dir", model_dir, "--max-steps", int(before["env_steps"]) + 600)

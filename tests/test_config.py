@@ -7,10 +7,13 @@ import shutil
 import numpy as np
 import pytest
 
-from doom_a3c.action_sets import combined_actions
-from doom_a3c.config import ConfigError, TrainConfig, build_parser, given_values
-from doom_a3c.resolve import resolve_new_run, resolve_resumed_run
-from doom_a3c.scenarios import find_doom_scenario, own_map_defaults, shipped_scenario_names, shipped_scenarios_dir
+from doom_a3c.envs.doom.action_sets import combined_actions
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig, build_parser, given_values
+from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.run.saved_config import resolve_resumed_run
+from doom_a3c.envs.doom.scenario_files import find_doom_scenario, shipped_scenario_names, shipped_scenarios_dir
+from doom_a3c.run.presets import own_map_defaults
 
 
 def strict_json(text):
@@ -244,7 +247,7 @@ def test_users_own_cfg_path(own_scenario, tmp_path):
 def test_users_own_cfg_runs_in_vizdoom(own_scenario, tmp_path):
     """The user's cfg starts a game: 6 combined actions, 42x42 colour observations (the defaults' colour) beside the
     game variable its cfg lists (basic.cfg: AMMO2, unscaled: the network standardises it), a full-size RGB screen."""
-    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.envs.doom.game import DoomEnvironment
 
     config = resolved(str(own_scenario / "mylevel.cfg"), tmp_path)
     assert config.game_variables == [["AMMO2", 1.0]] and config.normalize_variables
@@ -282,7 +285,7 @@ def test_missing_user_path_is_an_error_not_the_shipped_scenario(tmp_path):
 
 def test_users_bare_wad_gets_a_working_cfg(tmp_path, monkeypatch):
     """A .wad without a .cfg beside it gets a generated cfg that ViZDoom can start."""
-    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.envs.doom.game import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "wads").mkdir()
@@ -303,8 +306,8 @@ def test_users_bare_wad_gets_a_working_cfg(tmp_path, monkeypatch):
 
 def test_environment_observation_uses_the_preset_crop(tmp_path, monkeypatch):
     """basic's observation is its full-size screen preprocessed with the preset crop; screen() stays uncropped."""
-    from doom_a3c.doom_env import DoomEnvironment
-    from doom_a3c.environment import preprocess_frame
+    from doom_a3c.envs.doom.game import DoomEnvironment
+    from doom_a3c.envs.interface import preprocess_frame
 
     monkeypatch.chdir(tmp_path)
     config = resolved("basic", tmp_path)
@@ -326,8 +329,8 @@ def test_frame_size_sets_the_doom_observation_and_its_terminal_frame(tmp_path, m
     same crop of the same screen as at 84, only resized."""
     import cv2
 
-    from doom_a3c.doom_env import DoomEnvironment
-    from doom_a3c.environment import preprocess_frame
+    from doom_a3c.envs.doom.game import DoomEnvironment
+    from doom_a3c.envs.interface import preprocess_frame
 
     monkeypatch.chdir(tmp_path)
     config = resolved("basic", tmp_path, frame_size=42)
@@ -351,7 +354,7 @@ def test_frame_size_sets_the_doom_observation_and_its_terminal_frame(tmp_path, m
 def test_every_shipped_scenario_starts_and_steps(name, tmp_path, monkeypatch):
     """Every single-player scenario ViZDoom ships runs with its preset (or its cfg): actions, square frames of
     --frame-size, rewards."""
-    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.envs.doom.game import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
     config = resolved(name, tmp_path)
@@ -389,41 +392,41 @@ def test_resume_takes_another_spelling_of_the_scenario_but_not_another_file(own_
 
 
 def test_a_preset_based_on_another_takes_its_values_and_overrides_its_own(tmp_path, monkeypatch):
-    import doom_a3c.scenarios as scenarios
+    from doom_a3c.run import presets as preset_module
 
-    monkeypatch.setattr(scenarios, "PRESETS_DIR", tmp_path)
+    monkeypatch.setattr(preset_module, "PRESETS_DIR", tmp_path)
     (tmp_path / "base.toml").write_text('frame_skip = 4\ntarget_reward = 80.0\nactions = [["ATTACK"]]\n'
                                         '[train]\nframe_size = 42\nrollout = 10\n')
     (tmp_path / "variant.toml").write_text('based_on = "base"\ntarget_reward = 50.0\n[train]\nrollout = 20\n')
     (tmp_path / "grandchild.toml").write_text('based_on = "variant"\ndescription = "x"\n')
-    assert scenarios.load_preset("variant") == {"frame_skip": 4, "target_reward": 50.0, "actions": [["ATTACK"]],
+    assert preset_module.load_preset("variant") == {"frame_skip": 4, "target_reward": 50.0, "actions": [["ATTACK"]],
                                                 "train": {"frame_size": 42, "rollout": 20}}
-    assert scenarios.load_preset("grandchild") == {**scenarios.load_preset("variant"), "description": "x"}
+    assert preset_module.load_preset("grandchild") == {**preset_module.load_preset("variant"), "description": "x"}
     (tmp_path / "loop_a.toml").write_text('based_on = "loop_b"\n')
     (tmp_path / "loop_b.toml").write_text('based_on = "loop_a"\n')
     with pytest.raises(ConfigError, match="loop_b.toml: based_on = 'loop_a' is a cycle"):
-        scenarios.load_preset("loop_a")
+        preset_module.load_preset("loop_a")
     (tmp_path / "orphan.toml").write_text('based_on = "nowhere"\n')
     with pytest.raises(ConfigError, match="orphan.toml: based_on = 'nowhere' is no such preset"):
-        scenarios.load_preset("orphan")
+        preset_module.load_preset("orphan")
 
 
 def test_a_preset_based_on_the_defaults_keeps_their_values_under_its_own(tmp_path, monkeypatch):
     """`based_on = "defaults"`: scenarios/defaults/doom.toml's [train] under the preset's own values; a top-level
     value (frame_skip) drops the defaults' [train] value of that name, which would otherwise win over it; the
     marker stays, through a variant too."""
-    import doom_a3c.scenarios as scenarios
+    from doom_a3c.run import presets as preset_module
 
-    defaults = scenarios.own_map_defaults()["train"]
-    monkeypatch.setattr(scenarios, "PRESETS_DIR", tmp_path)
-    monkeypatch.setattr(scenarios, "own_map_defaults", lambda: {"train": dict(defaults)})
+    defaults = preset_module.own_map_defaults()["train"]
+    monkeypatch.setattr(preset_module, "PRESETS_DIR", tmp_path)
+    monkeypatch.setattr(preset_module, "own_map_defaults", lambda: {"train": dict(defaults)})
     (tmp_path / "maze.toml").write_text('based_on = "defaults"\ntarget_reward = 0.9\nframe_skip = 8\n'
                                         '[train]\nrollout = 32\n')
     (tmp_path / "maze_variant.toml").write_text('based_on = "maze"\ndescription = "x"\n')
     expected_train = {**{k: v for k, v in defaults.items() if k != "frame_skip"}, "rollout": 32}
-    assert scenarios.load_preset("maze") == {"based_on": "defaults", "target_reward": 0.9, "frame_skip": 8,
+    assert preset_module.load_preset("maze") == {"based_on": "defaults", "target_reward": 0.9, "frame_skip": 8,
                                              "train": expected_train}
-    assert scenarios.load_preset("maze_variant") == {**scenarios.load_preset("maze"), "description": "x"}
+    assert preset_module.load_preset("maze_variant") == {**preset_module.load_preset("maze"), "description": "x"}
 
 
 @pytest.mark.parametrize("scenario", ["my_way_home", "deadly_corridor"])

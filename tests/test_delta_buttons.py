@@ -11,14 +11,17 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT
-from doom_a3c import action_sets
-from doom_a3c.action_sets import (COMBINATION, NO_BUTTON, action_name_problem, combined_action_heads,
-                                  combined_actions, delta_bins, delta_value, head_option_matrix, pressed_button,
-                                  single_button_actions, tic_value, unbinnable_delta_buttons)
-from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.doom_env import button_vector, tic_input
-from doom_a3c.resolve import _doom_buttons, resolve_environment, resolve_new_run, upgrade_saved_config
-from doom_a3c.scenarios import shipped_scenario_names, shipped_scenarios_dir
+from doom_a3c.envs.doom import action_sets
+from doom_a3c.envs.doom.action_sets import (COMBINATION, NO_BUTTON, action_name_problem, combined_action_heads,
+                                            combined_actions, delta_bins, delta_value, head_option_matrix,
+                                            pressed_button, single_button_actions, tic_value, unbinnable_delta_buttons)
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.doom.game import button_vector, tic_input
+from doom_a3c.run.doom_values import doom_buttons
+from doom_a3c.run.resolve import resolve_environment, resolve_new_run
+from doom_a3c.run.saved_config import upgrade_saved_config
+from doom_a3c.envs.doom.scenario_files import shipped_scenario_names, shipped_scenarios_dir
 
 TURN = "TURN_LEFT_RIGHT_DELTA"
 TURN_BINS_AT_4 = [f"{TURN}={v}" for v in (-40, -32, -24, -16, -8, 8, 16, 24, 32, 40)]  # +-10 degrees a tic, x 4 tics
@@ -81,7 +84,7 @@ def test_the_battle_map_with_delta_turning_has_the_groups_of_its_plain_turning_c
 def test_a_cfg_with_binary_and_delta_turning_keeps_its_binary_product():
     """deathmatch.cfg: 17 binary buttons and three delta buttons. The product is full without the bins (64, as
     before), so the 24 bins are actions of their own, beyond the cap, in the "which" head."""
-    buttons = _doom_buttons(os.path.join(shipped_scenarios_dir(), "deathmatch.cfg"))
+    buttons = doom_buttons(os.path.join(shipped_scenarios_dir(), "deathmatch.cfg"))
     binary = [b for b in buttons if not b.endswith("_DELTA")]
     with_bins, without = combined_action_heads(buttons, frame_skip=4), combined_action_heads(binary)
     assert with_bins[:-1] == without[:-1] and len(with_bins[-1]) == len(without[-1]) + 10 + 10 + 4
@@ -116,7 +119,7 @@ def test_a_cfg_without_delta_buttons_gets_the_actions_it_got_before(name, monkey
     """The delta groups are skipped for a .cfg without delta buttons: as many actions as before, the same actions
     and heads as with the groups of before (every shipped .cfg, its delta buttons taken out), and the same
     make_action inputs."""
-    buttons = [b for b in _doom_buttons(os.path.join(shipped_scenarios_dir(), f"{name}.cfg"))
+    buttons = [b for b in doom_buttons(os.path.join(shipped_scenarios_dir(), f"{name}.cfg"))
                if not b.endswith("_DELTA")]
 
     def derived() -> list:
@@ -165,7 +168,7 @@ def test_a_bin_turns_the_player_by_the_named_amount_in_the_engine(tmp_path, monk
     """Measured: ViZDoom applies a delta value on every tic of make_action, and + turns right (ANGLE falls). Each
     bin, at 4 tics a step, turns what its name says within 0.05 degrees (the engine keeps 1/182 of a degree a
     tic), as make_env plays it and as play.py's tic-by-tic recording does."""
-    from doom_a3c.gym_adapter import make_env
+    from doom_a3c.run.agent import make_env
 
     monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
     env = make_env(TrainConfig(scenario=turning_cfg(tmp_path), model_dir=str(tmp_path), frame_skip=4))
@@ -190,9 +193,9 @@ def test_a_bin_turns_the_player_by_the_named_amount_in_the_engine(tmp_path, monk
 def test_a_run_saves_the_bins_and_its_checkpoint_plays_and_exports_them(tmp_path, monkeypatch):
     """config.json keeps the bins; the checkpoint's agent (play.py's) turns by them in its env (make_env's), and
     --export's policy.json names them."""
-    from doom_a3c.evaluation import load_agent
-    from doom_a3c.export import export_policy
-    from doom_a3c.training import train_from_flags
+    from doom_a3c.run.agent import load_agent
+    from doom_a3c.run.export import export_policy
+    from doom_a3c.run.training import train_from_flags
 
     monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
     model = tmp_path / "model"

@@ -4,15 +4,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.action_sets import combined_action_heads, combined_actions, head_option_matrix
-from doom_a3c.build import build_global
-from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.entropy_target import (ENTROPY_TARGET_RATE, MAX_LOG_MULTIPLIER, entropy_weight, multiplier_step,
-                                     uniform_entropy)
-from doom_a3c.learning import GlobalLearner, GradientStep
-from doom_a3c.losses import a3c_loss
-from doom_a3c.network import build_actor_critic, joint_log_probs, FactorisedHeads
-from doom_a3c.resolve import resolve_resumed_run
+from doom_a3c.envs.doom.action_sets import combined_action_heads, combined_actions, head_option_matrix
+from doom_a3c.modes.build import build_global
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.algo.entropy_target import (ENTROPY_TARGET_RATE, MAX_LOG_MULTIPLIER, entropy_weight, multiplier_step,
+                                          uniform_entropy)
+from doom_a3c.algo.learner import GlobalLearner, GradientStep
+from doom_a3c.algo.losses import a3c_loss
+from doom_a3c.algo.model.actor_critic import build_actor_critic
+from doom_a3c.algo.model.heads import joint_log_probs, FactorisedHeads
+from doom_a3c.run.saved_config import resolve_resumed_run
 
 from test_own_scenario import SHAPE, spec, tiny_config, variable_rollout
 
@@ -111,8 +113,8 @@ def test_a_config_saved_before_the_target_existed_runs_without_one():
     weight and a network without the multiplier (so its checkpoint restores as it was)."""
     import os
 
-    from doom_a3c.checkpoint import read_checkpoint
-    from doom_a3c.resolve import upgrade_saved_config
+    from doom_a3c.runtime.checkpoint import read_checkpoint
+    from doom_a3c.run.saved_config import upgrade_saved_config
 
     fixture = os.path.join(os.path.dirname(__file__), "fixtures", "old_basic_checkpoint")
     saved = read_checkpoint(os.path.join(fixture, "last.ckpt"))

@@ -9,8 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from doom_a3c.env_batch import EnvBatch, ProcessEnvBatch
-from doom_a3c.environment import EnvSpec, Step
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.process_batch import ProcessEnvBatch
+from doom_a3c.envs.interface import EnvSpec, Step
 
 
 class CountingEnv:
@@ -254,7 +255,7 @@ KILLED_TRAINER = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
 sys.path.insert(0, {tests!r})
-from doom_a3c.env_batch import ProcessEnvBatch
+from doom_a3c.envs.process_batch import ProcessEnvBatch
 from test_env_batch import counting_factories
 batches = [ProcessEnvBatch(counting_factories(2), processes=2) for _ in range(2)]
 print(" ".join(str(p.pid) for b in batches for p in b._processes), flush=True)
@@ -370,7 +371,7 @@ def test_a_game_process_that_dies_is_replaced_when_games_may_restart():
 
 
 def test_without_restarts_a_stalled_game_process_is_an_error_within_the_bound():
-    from doom_a3c.env_batch import GameProcessLost
+    from doom_a3c.errors import GameProcessLost
 
     batch = ProcessEnvBatch(stalling_factories(2, stall_game=0, stall_at=1), processes=1, timeout=1.0)
     try:
@@ -384,7 +385,7 @@ def test_without_restarts_a_stalled_game_process_is_an_error_within_the_bound():
 def test_a_stopping_run_does_not_wait_for_a_stalled_game():
     import threading
 
-    from doom_a3c.run_state import Stopped
+    from doom_a3c.errors import Stopped
 
     stop = threading.Event()
     batch = ProcessEnvBatch(stalling_factories(2, stall_game=1, stall_at=1), processes=2, remake=fresh_game,

@@ -12,11 +12,13 @@ import pytest
 
 from conftest import REPO_ROOT
 
-from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.env_batch import BatchStep
-from doom_a3c.environment import EnvSpec
-from doom_a3c.periodic_evaluation import EvalResult, episode_targets, improves, play_episodes
-from doom_a3c.run_state import RunState, Stopped
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.batch import BatchStep
+from doom_a3c.envs.interface import EnvSpec
+from doom_a3c.run.periodic_evaluation import EvalResult, episode_targets, improves, play_episodes
+from doom_a3c.runtime.state import RunState
+from doom_a3c.errors import Stopped
 
 
 # ---- the episodes an evaluation plays, on fake games ----------------------------------------------------------
@@ -74,8 +76,8 @@ def test_each_game_plays_its_share_and_a_crashed_episode_is_played_again():
 
 def test_a_stop_wakes_an_idle_evaluator_at_once(tmp_path):
     """Regression: SIGTERM during the 5 minutes between evaluations left the thread asleep, and the run waited."""
-    from doom_a3c.periodic_evaluation import Evaluator
-    from doom_a3c.run_state import Counters
+    from doom_a3c.run.periodic_evaluation import Evaluator
+    from doom_a3c.runtime.state import Counters
 
     config = TrainConfig(scenario="CartPole-v1", model_dir=str(tmp_path), env_kind="vector", lstm=False,
                          hidden_size=8, eval_every_minutes=5.0)
@@ -124,8 +126,8 @@ class FakeBest:
 
 
 def test_best_is_replaced_only_by_a_better_mean(tmp_path):
-    from doom_a3c.coordinator import Coordinator
-    from doom_a3c.summaries import read_progress
+    from doom_a3c.run.coordinator import Coordinator
+    from doom_a3c.run.summaries import read_progress
 
     coordinator = Coordinator(TrainConfig(model_dir=str(tmp_path), evaluate=False), FakeBackend())
     means = [(-5.0, 100), (3.0, 200), (3.0, 300), (1.0, 400), (7.5, 500)]
@@ -152,7 +154,7 @@ def test_a_bad_evaluation_flag_is_one_line_and_exit_2(tmp_path, flag, value):
 
 
 def test_ray_mode_refuses_evaluation_asked_for_and_runs_without_it_otherwise(tmp_path):
-    from doom_a3c.resolve import resolve_new_run
+    from doom_a3c.run.resolve import resolve_new_run
 
     given = {"scenario": "CartPole-v1", "distributed": "ray", "model_dir": str(tmp_path)}
     with pytest.raises(ConfigError, match="--distributed ray"):
@@ -174,9 +176,9 @@ def train(model_dir, *flags, timeout=300):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_run_writes_eval_rows_at_the_interval_and_a_best_checkpoint_that_plays_and_resumes(tmp_path):
-    from doom_a3c.checkpoint import best_evaluation_mean, read_checkpoint
-    from doom_a3c.evaluation import play
-    from doom_a3c.summaries import read_progress
+    from doom_a3c.runtime.checkpoint import best_evaluation_mean, read_checkpoint
+    from doom_a3c.run.playback import play
+    from doom_a3c.run.summaries import read_progress
 
     model = tmp_path / "model"
     # A time budget, not a step budget: 4,000 env steps once took under 6 s on a fast machine (two rows only).
@@ -212,7 +214,7 @@ def test_kill_9_during_an_evaluation_leaves_both_checkpoints_loadable_and_no_eng
     an evaluation runs, last.ckpt and best.ckpt both load and play, and no ViZDoom engine outlives the trainer."""
     from test_faults import clean_up, engines_under, output, running, start_trainer, wait_for
 
-    from doom_a3c.evaluation import load_agent
+    from doom_a3c.run.agent import load_agent
 
     proc = start_trainer(tmp_path, *RUN_FLAGS[6:], "--evaluate", "--eval-episodes", "40",
                          "--save-every-minutes", "0.05")
@@ -238,3 +240,39 @@ def test_kill_9_during_an_evaluation_leaves_both_checkpoints_loadable_and_no_eng
             assert 0 <= agent.act(observation, info) < 3
         finally:
             env.close()
+
+
+@pytest.mark.parametrize("steps_after, evaluations", [(20, 1), (21, 2)])
+def test_no_final_evaluation_of_weights_a_periodic_one_took_at_the_end(tmp_path, monkeypatch, steps_after,
+                                                                       evaluations):
+    """Regression: a periodic evaluation due at the budget ran, then the final one played nearly the same weights
+    again ("evaluation at 473,600 steps ... evaluation at 473,760 steps"). Within one round of updates of the end
+    (2 workers x 2 games x 5 steps = 20 env steps) the periodic one is the final one; past it, the final one runs."""
+    from doom_a3c.run import periodic_evaluation
+    from doom_a3c.run.periodic_evaluation import Evaluator
+    from doom_a3c.run.resolve import resolve_new_run
+    from doom_a3c.runtime.state import Counters
+
+    monkeypatch.setattr(periodic_evaluation, "make_env_batch", lambda *args, **kwargs: None)
+    monkeypatch.setattr(periodic_evaluation, "play_episodes", lambda *args: ([1.0], []))
+    config = resolve_new_run({"scenario": "CartPole-v1", "model_dir": str(tmp_path), "workers": 2,
+                              "envs_per_worker": 2, "rollout": 5, "eval_every_minutes": 0.01})
+    counters = Counters()
+    counters.env_steps = 1000
+    evaluator = Evaluator(config, EnvSpec(2, (4,), 0.02, ["A", "B"]), counters)
+    evaluator.start(evaluator.net.get_weights, float)
+    results = []
+    deadline = time.monotonic() + 30
+    while not results and time.monotonic() < deadline:  # the periodic evaluation, after 0.6 s
+        results += evaluator.results()
+        time.sleep(0.05)
+    counters.env_steps += steps_after  # the run's end, while the evaluator holds that result
+    evaluator.finish()
+    evaluator.handled()
+    while evaluator.running() and time.monotonic() < deadline:
+        results += evaluator.results()
+        evaluator.handled()
+        time.sleep(0.05)
+    results += evaluator.results()
+    evaluator.close()
+    assert [r.env_steps for r in results] == [1000, 1000 + steps_after][:evaluations]

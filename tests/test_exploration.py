@@ -1,8 +1,8 @@
-"""doom_a3c/exploration.py: epsilon schedule, per-worker epsilons, epsilon-greedy action swap."""
+"""doom_a3c/algo/exploration.py: epsilon schedule, per-worker epsilons, epsilon-greedy action swap."""
 import numpy as np
 import pytest
 
-from doom_a3c.exploration import apply_epsilon, epsilon_at, worker_epsilons
+from doom_a3c.algo.exploration import apply_epsilon, epsilon_at, worker_epsilons
 
 
 def test_schedule_by_hand():

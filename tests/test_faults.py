@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT
-from doom_a3c.checkpoint import read_checkpoint
+from doom_a3c.runtime.checkpoint import read_checkpoint
 
 pytestmark = pytest.mark.slow
 

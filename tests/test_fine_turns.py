@@ -7,11 +7,14 @@ import numpy as np
 import pytest
 
 from conftest import REPO_ROOT
-from doom_a3c.action_sets import NO_BUTTON, combined_action_heads, combined_actions, head_option_matrix, pressed_button
-from doom_a3c.checkpoint import read_checkpoint
-from doom_a3c.config import ConfigError, build_parser, given_values
-from doom_a3c.doom_env import DoomEnvironment
-from doom_a3c.resolve import resolve_new_run, upgrade_saved_config
+from doom_a3c.envs.doom.action_sets import (NO_BUTTON, combined_action_heads, combined_actions, head_option_matrix,
+                                            pressed_button)
+from doom_a3c.runtime.checkpoint import read_checkpoint
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import build_parser, given_values
+from doom_a3c.envs.doom.game import DoomEnvironment
+from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.run.saved_config import upgrade_saved_config
 
 ARENA = ["TURN_LEFT", "TURN_RIGHT", "ATTACK"]  # defend_the_center.cfg's buttons
 CORRIDOR = ["MOVE_LEFT", "MOVE_RIGHT", "ATTACK", "MOVE_FORWARD", "MOVE_BACKWARD", "TURN_LEFT", "TURN_RIGHT"]
@@ -112,8 +115,8 @@ def test_a_half_turn_turns_a_quarter_to_a_half_as_far_and_the_recording_plays_th
 
 
 def test_a_run_with_half_turns_trains_and_plays_them(tmp_path, monkeypatch):
-    from doom_a3c.evaluation import play
-    from doom_a3c.training import train_from_flags
+    from doom_a3c.run.playback import play
+    from doom_a3c.run.training import train_from_flags
 
     monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
     model = tmp_path / "model"

@@ -1,4 +1,4 @@
-"""--frame-stack K (doom_a3c/frame_stack.py): the stack's shapes for grey, colour and record observations; where it
+"""--frame-stack K (doom_a3c/envs/frame_stack.py): the stack's shapes for grey, colour and record observations; where it
 starts again (reset, a game's end, an Atari life lost) and where it must not (a time limit, whose last observation
 learning bootstraps from), on a scripted game whose frames are distinct constants; a whole run with K = 4 through
 train.py, play.py, --resume and --export; the config's checks; and a checkpoint from before the flag, which plays
@@ -11,11 +11,14 @@ import pytest
 from conftest import REPO_ROOT, first_observation_and_policy
 
 from doom_a3c.cli import play_main, train_main
-from doom_a3c.config import ConfigError, TrainConfig, build_parser, given_values
-from doom_a3c.env_batch import EnvBatch, make_environment
-from doom_a3c.environment import Step, observation_dtype, spec_of
-from doom_a3c.frame_stack import FrameStack, stack_frames
-from doom_a3c.resolve import resolve_new_run, resolve_resumed_run, upgrade_saved_config
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig, build_parser, given_values
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.factory import make_environment
+from doom_a3c.envs.interface import Step, observation_dtype, spec_of
+from doom_a3c.envs.frame_stack import FrameStack, stack_frames
+from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
 
 FAKES = "tests.fixtures.fake_image_envs"
 PLAIN, LIFE_LOST, GAME_END, TIME_LIMIT = (False, False, False), (True, False, False), (True, True, False), \
@@ -154,12 +157,12 @@ def test_the_flag_is_checked_and_vector_envs_refuse_a_stack():
 
 
 def test_a_presets_train_table_sets_it(tmp_path, monkeypatch):
-    from doom_a3c import scenarios
+    from doom_a3c.run import presets as preset_module
 
     presets = tmp_path / "presets"
     presets.mkdir()
     (presets / "basic.toml").write_text("frame_skip = 4\n[train]\nframe_stack = 3\n")
-    monkeypatch.setattr(scenarios, "PRESETS_DIR", presets)
+    monkeypatch.setattr(preset_module, "PRESETS_DIR", presets)
     assert resolve_new_run({"scenario": "basic", "model_dir": str(tmp_path)}).frame_stack == 3
     assert resolve_new_run({"scenario": "basic", "model_dir": str(tmp_path), "frame_stack": 2}).frame_stack == 2
 
@@ -205,7 +208,7 @@ def stacked_run(tmp_path_factory):
 def test_a_stacked_run_plays_resumes_and_exports_as_trained(stacked_run, tmp_path):
     import tensorflow as tf
 
-    from doom_a3c.evaluation import load_agent
+    from doom_a3c.run.agent import load_agent
 
     assert json.loads((stacked_run / "config.json").read_text())["frame_stack"] == 4
     assert play_main(["--model", str(stacked_run / "last.ckpt"), "--out", str(tmp_path / "play"),
@@ -246,9 +249,10 @@ def test_a_checkpoint_from_before_the_flag_plays_and_resumes_with_one_frame(tmp_
     import keras
     import tensorflow as tf
 
-    from doom_a3c.checkpoint import Checkpointer, RunCounters, read_checkpoint
-    from doom_a3c.evaluation import load_agent, play
-    from doom_a3c.network import build_actor_critic
+    from doom_a3c.runtime.checkpoint import Checkpointer, RunCounters, read_checkpoint
+    from doom_a3c.run.agent import load_agent
+    from doom_a3c.run.playback import play
+    from doom_a3c.algo.model.actor_critic import build_actor_critic
 
     fixture = read_checkpoint(os.path.join(REPO_ROOT, "tests", "fixtures", "old_basic_checkpoint", "last.ckpt"))
     assert "frame_stack" not in fixture.config and upgrade_saved_config(fixture.config, "fixture").frame_stack == 1

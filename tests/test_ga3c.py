@@ -14,10 +14,10 @@ from conftest import REPO_ROOT  # noqa: F401 - puts the repo on sys.path
 from test_a3c import SHAPE, BrightSideEnv, fake_config, fake_thread_run
 from test_cli import read_rows, run
 
-from doom_a3c.checkpoint import read_checkpoint
-from doom_a3c.ga3c import Predictor, PredictorPolicy, RolloutTrainer, Runner, ga3c_threads
-from doom_a3c.learning import GradientStep
-from doom_a3c.rollout import GameRunner, concatenate_rollouts
+from doom_a3c.runtime.checkpoint import read_checkpoint
+from doom_a3c.modes.ga3c import Predictor, PredictorPolicy, RolloutTrainer, Runner, ga3c_threads
+from doom_a3c.algo.learner import GradientStep
+from doom_a3c.algo.rollout import GameRunner, concatenate_rollouts
 
 
 def small_config(tmp_path, **overrides):
@@ -197,8 +197,8 @@ def test_an_error_in_any_ga3c_thread_stops_them_all(failing, tmp_path, monkeypat
 
 def test_training_reports_a_ga3c_thread_error_in_one_line_after_a_final_checkpoint(tmp_path, monkeypatch, capsys):
     from doom_a3c.config import TrainConfig
-    from doom_a3c.coordinator import Coordinator
-    from doom_a3c.training import train
+    from doom_a3c.run.coordinator import Coordinator
+    from doom_a3c.run.training import train
 
     monkeypatch.setattr(Coordinator, "_install_signal_handlers", lambda self: None)
     calls = []

@@ -6,14 +6,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.env_batch import EnvBatch
-from doom_a3c.environment import Step, network_inputs, observation_dtype
-from doom_a3c.learning import GradientStep
-from doom_a3c.network import build_actor_critic
-from doom_a3c.resolve import resolve_new_run
-from doom_a3c.rollout import GameRunner
-from doom_a3c.run_state import RunState
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.interface import Step, network_inputs, observation_dtype
+from doom_a3c.algo.learner import GradientStep
+from doom_a3c.algo.model.actor_critic import build_actor_critic
+from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.algo.rollout import GameRunner
+from doom_a3c.runtime.state import RunState
 
 FRAME = (20, 20, 1)
 
@@ -151,7 +152,7 @@ def resolved(scenario, tmp_path, **given):
 
 def test_combined_actions_press_every_button_they_list(tmp_path, monkeypatch):
     """An action listing TURN_LEFT + MOVE_FORWARD (health_gathering's buttons) holds both down in one step."""
-    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.envs.doom.game import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
     config = resolved("health_gathering", tmp_path, policy_heads="flat",
@@ -171,7 +172,7 @@ def test_combined_actions_press_every_button_they_list(tmp_path, monkeypatch):
 
 def test_an_empty_action_presses_nothing_and_is_named_noop(tmp_path, monkeypatch):
     """An action that holds no button waits a step (a way to let a moving target come)."""
-    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.envs.doom.game import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
     config = resolved("predict_position", tmp_path, actions=[[], ["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]])
@@ -193,7 +194,7 @@ def test_doom_game_variables_and_shaping_come_from_the_engine(shaping, gain, los
     the engine's health / 100, each step's score is the game's own (+1 per tic, frame skip 4), and the shaping
     is exactly the change in health times its weight: 1 a point either way, or 2 a point gained and 0.25 a point
     lost (the acid floor's losses)."""
-    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.envs.doom.game import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
     config = resolved("health_gathering", tmp_path, frame_skip=4, cfg_variables=False)
@@ -225,12 +226,12 @@ def test_doom_game_variables_and_shaping_come_from_the_engine(shaping, gain, los
 
 def test_preset_game_variables_and_shaping_round_trip_through_the_saved_config(tmp_path, monkeypatch):
     """The preset's lists are resolved into the config, kept in strict JSON and read back the same."""
-    from doom_a3c import resolve
+    from doom_a3c.run import presets as preset_module
 
     monkeypatch.chdir(tmp_path)
     preset = {"game_variables": [["HEALTH", 0.01]], "reward_shaping": [["HEALTH", 1.0], ["AMMO2", 0.5, 0.0]],
               "actions": [["TURN_LEFT"], ["TURN_LEFT", "MOVE_FORWARD"]]}
-    monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
+    monkeypatch.setattr(preset_module, "load_preset", lambda name: preset)
     config = resolved("health_gathering", tmp_path)
     assert (config.game_variables, config.reward_shaping, config.actions) == (
         preset["game_variables"], preset["reward_shaping"], preset["actions"])
@@ -248,11 +249,11 @@ def test_preset_game_variables_and_shaping_round_trip_through_the_saved_config(t
     ([["HEALTH", 0.01, 0.02]], "must be"),  # a gain and a loss weight: only for the shaping
 ])
 def test_a_bad_game_variable_in_a_preset_is_one_clear_error(entry, message, tmp_path, monkeypatch):
-    from doom_a3c import resolve
+    from doom_a3c.run import presets as preset_module
 
     monkeypatch.chdir(tmp_path)
     preset = {"game_variables": entry}
-    monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
+    monkeypatch.setattr(preset_module, "load_preset", lambda name: preset)
     with pytest.raises(ConfigError, match=message):
         resolved("health_gathering", tmp_path)
 
@@ -260,10 +261,10 @@ def test_a_bad_game_variable_in_a_preset_is_one_clear_error(entry, message, tmp_
 @pytest.mark.parametrize("entry", [[["HEALTH", 0.01, 0.0, 1.0]], [["HEALTH", True]], [["HEALTH", 0.01, float("nan")]],
                                    [["HEALTHY", 0.01, 0.0]]])
 def test_a_bad_shaping_entry_in_a_preset_is_one_clear_error(entry, tmp_path, monkeypatch):
-    from doom_a3c import resolve
+    from doom_a3c.run import presets as preset_module
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(resolve, "load_preset", lambda name: {"reward_shaping": entry})
+    monkeypatch.setattr(preset_module, "load_preset", lambda name: {"reward_shaping": entry})
     with pytest.raises(ConfigError, match="must be .*per unit gained, per unit lost|not a ViZDoom game variable"):
         resolved("health_gathering", tmp_path)
 
@@ -272,7 +273,7 @@ def test_exploration_bonus_pays_each_new_cell_once_per_episode(tmp_path, monkeyp
     """my_way_home with a bonus of 0.5 per 64-unit cell: a step's shaping is 0.5 exactly when the player's
     (x // 64, y // 64) cell was not visited earlier in the episode (the start cell counts as visited), else 0;
     the score stays the game's own; a new episode starts a new record."""
-    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.envs.doom.game import DoomEnvironment
 
     monkeypatch.chdir(tmp_path)
     config = resolved("my_way_home", tmp_path)
@@ -308,10 +309,10 @@ def test_exploration_bonus_pays_each_new_cell_once_per_episode(tmp_path, monkeyp
     ({"exploration_reward": "lots", "exploration_cell": 64}, "must be a number"),
 ])
 def test_a_bad_exploration_bonus_in_a_preset_is_one_clear_error(preset, message, tmp_path, monkeypatch):
-    from doom_a3c import resolve
+    from doom_a3c.run import presets as preset_module
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
+    monkeypatch.setattr(preset_module, "load_preset", lambda name: preset)
     with pytest.raises(ConfigError, match=message):
         resolved("my_way_home", tmp_path)
 
@@ -319,14 +320,14 @@ def test_a_bad_exploration_bonus_in_a_preset_is_one_clear_error(preset, message,
 def test_a_color_preset_gives_rgb_observations_to_a_network_that_takes_them(tmp_path, monkeypatch):
     """A preset's `color = true` is resolved into the config (round trip through strict JSON); my_way_home's
     observations are then the RGB screen resized, (42, 42, 3), and the network built for it acts on them."""
-    from doom_a3c import resolve
-    from doom_a3c.doom_env import DoomEnvironment
-    from doom_a3c.environment import preprocess_frame, spec_of
-    from doom_a3c.build import build_network
+    from doom_a3c.run import presets as preset_module
+    from doom_a3c.envs.doom.game import DoomEnvironment
+    from doom_a3c.envs.interface import preprocess_frame, spec_of
+    from doom_a3c.modes.build import build_network
 
     monkeypatch.chdir(tmp_path)
-    preset = {**resolve.load_preset("my_way_home"), "color": True}
-    monkeypatch.setattr(resolve, "load_preset", lambda name: preset)
+    preset = {**preset_module.load_preset("my_way_home"), "color": True}
+    monkeypatch.setattr(preset_module, "load_preset", lambda name: preset)
     config = resolved("my_way_home", tmp_path, frame_size=42)
     assert config.color and TrainConfig.from_dict(json.loads(config.to_json())).color
     env = DoomEnvironment(config)

@@ -1,4 +1,4 @@
-"""doom_a3c/gradients.py against hand-computed numbers.
+"""doom_a3c/algo/gradients.py against hand-computed numbers.
 
 Two gradient tensors throughout: g1 = [3, 4] (L2 norm 5, 2 elements, average norm 2.5) and
 g2 = [[0, 0], [0, 12]] (L2 norm 12, 4 elements, average norm 3). Joint L2 norm sqrt(25 + 144) = 13.
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.gradients import clip_gradients, normalize_gradients, process_gradients
+from doom_a3c.algo.gradients import clip_gradients, normalize_gradients, process_gradients
 
 
 def _grads():

@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 import conftest  # noqa: F401 - the repo on sys.path, quiet TensorFlow
 
 from doom_a3c import TrainConfig, make_env
-from doom_a3c.gym_adapter import gym_observation, record_observation
+from doom_a3c.envs.gymnasium_env import gym_observation, record_observation
 
 pytestmark = pytest.mark.timeout(180)
 NO_SPEC = "Not able to test alternative render modes"  # made without gym.make: nothing else to check

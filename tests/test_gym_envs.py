@@ -1,18 +1,21 @@
-"""Gymnasium environments (doom_a3c/gym_envs.py) on real Atari games and CartPole."""
+"""Gymnasium environments (doom_a3c/envs/gym/) on real Atari games and CartPole."""
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.environment import Step
-from doom_a3c.gym_envs import (AtariEnvironment, VectorEnvironment, is_gym_id, looks_like_gym_id,
-                               make_gym_environment, registered_atari_ids)
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.interface import Step
+from doom_a3c.envs.gym.atari import AtariEnvironment
+from doom_a3c.envs.gym.games import VectorEnvironment
+from doom_a3c.envs.gym.registry import is_gym_id, looks_like_gym_id, registered_atari_ids
+from doom_a3c.envs.gym.factory import make_gym_environment
 
 MAX_AGENT_STEPS = 5000  # a random Atari game ends far sooner; this only guards against a hang
 
 
 def gym_environment(env_id: str, seed: int, frame_skip: int = 4, frame_size: int = 84):
-    """make_gym_environment for a config naming this id, as resolve.py completes one (frame skip and frame size
+    """make_gym_environment for a config naming this id, as doom_a3c/run/resolve.py completes one (frame skip and frame size
     apply to Atari only)."""
     config = TrainConfig(scenario=env_id, scenario_path=env_id, frame_skip=frame_skip, frame_size=frame_size)
     return make_gym_environment(config, seed)
@@ -93,11 +96,11 @@ def test_atari_observations_are_84x84_grey_uint8_and_screen_is_full_colour(env_i
 def test_the_grey_base_env_changes_nothing_the_agent_sees(monkeypatch):
     """The base ALE env observes in grey (cheaper than colour, and the preprocessing reads the ALE itself):
     observations, rewards and episode ends equal those of a colour base env, step by step."""
-    from doom_a3c import gym_envs
+    from doom_a3c.envs.gym import atari
 
     grey = AtariEnvironment("ALE/Breakout-v5", seed=3)
-    make = gym_envs._make
-    monkeypatch.setattr(gym_envs, "_make", lambda env_id, **kwargs: make(env_id, **{**kwargs, "obs_type": "rgb"}))
+    make = atari.gym_make
+    monkeypatch.setattr(atari, "gym_make", lambda env_id, **kwargs: make(env_id, **{**kwargs, "obs_type": "rgb"}))
     colour = AtariEnvironment("ALE/Breakout-v5", seed=3)
     assert grey._env.unwrapped._obs_type == "grayscale" and colour._env.unwrapped._obs_type == "rgb"
     np.testing.assert_array_equal(grey.reset(), colour.reset())

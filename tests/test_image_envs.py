@@ -14,8 +14,9 @@ from gymnasium import spaces
 
 from conftest import REPO_ROOT, first_observation_and_policy
 from doom_a3c.cli import play_main, train_main
-from doom_a3c.config import ConfigError
-from doom_a3c.gym_envs import ImageEnvironment, image_layout, import_env_module
+from doom_a3c.errors import ConfigError
+from doom_a3c.envs.gym.games import ImageEnvironment, image_layout
+from doom_a3c.envs.gym.registry import import_env_module
 from test_faults import clean_up, engines_under, running, wait_for
 
 pytestmark = pytest.mark.slow
@@ -63,7 +64,7 @@ def test_a_dict_image_env_plays_and_exports(dict_run, tmp_path):
 
     import tensorflow as tf
 
-    from doom_a3c.evaluation import load_agent
+    from doom_a3c.run.agent import load_agent
 
     agent = load_agent(str(dict_run / "last.ckpt"))
     observation, expected = first_observation_and_policy(agent)

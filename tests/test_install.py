@@ -52,7 +52,7 @@ def venv(tmp_path_factory):
 
 
 def test_the_installed_package_is_the_one_imported_and_carries_its_data(venv, tmp_path):
-    proc = run([venv / "bin" / "python", "-c", "import doom_a3c, doom_a3c.scenarios as s, doom_a3c.doom_env as d; "
+    proc = run([venv / "bin" / "python", "-c", "import doom_a3c, doom_a3c.run.presets as s, doom_a3c.envs.engine as d; "
                 "print(doom_a3c.__file__); print(s.PRESETS_DIR); print(d.ENGINE_LEASH)"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     package, presets, leash = proc.stdout.split()

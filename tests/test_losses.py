@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.losses import a3c_loss
+from doom_a3c.algo.losses import a3c_loss
 
 LN2 = math.log(2.0)
 

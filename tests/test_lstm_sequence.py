@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from doom_a3c.lstm_sequence import check_cell, lstm_sequence
+from doom_a3c.algo.model.lstm_sequence import check_cell, lstm_sequence
 from doom_a3c.quiet_import import keras, tf
 
 T, B, I, H = 6, 3, 5, 4

@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.environment import preprocess_frame
-from doom_a3c.network import ActorCritic, LSTMState, NormalizedColumns
+from doom_a3c.envs.interface import preprocess_frame
+from doom_a3c.algo.model.actor_critic import ActorCritic, LSTMState
+from doom_a3c.algo.model.layers import NormalizedColumns
 
 A, L = 4, 32
 OBSERVATION_SHAPE = (84, 84, 1)  # preprocess_frame's default size
@@ -89,7 +90,7 @@ def test_basic_preset_crop_cuts_the_seed_border():
     """The basic preset's crop, as a run's resolved config holds it, removes 10 rows top and bottom and 30 columns
     each side of 160x120 (its comment)."""
     from doom_a3c.config import TrainConfig
-    from doom_a3c.resolve import resolve_environment
+    from doom_a3c.run.resolve import resolve_environment
 
     crop = resolve_environment(TrainConfig(scenario="basic")).crop
     assert crop[2] == crop[3] == 0.1875

@@ -1,4 +1,4 @@
-"""n_step_targets / n_step_advantages (doom_a3c/returns.py) against values worked out by hand.
+"""n_step_targets / n_step_advantages (doom_a3c/algo/returns.py) against values worked out by hand.
 
 One 5-step rollout throughout: gamma = 0.5, rewards r = [1, 2, 3, 4, 5],
 values V(s_0..s_4) = [2, 4, 6, 8, 10], bootstrap V(s_5) = 16.
@@ -6,7 +6,7 @@ values V(s_0..s_4) = [2, 4, 6, 8, 10], bootstrap V(s_5) = 16.
 import numpy as np
 import pytest
 
-from doom_a3c.returns import discounted_returns, n_step_advantages, n_step_targets
+from doom_a3c.algo.returns import discounted_returns, n_step_advantages, n_step_targets
 
 GAMMA = 0.5
 R = np.array([1.0, 2.0, 3.0, 4.0, 5.0])

@@ -1,4 +1,4 @@
-"""--optimizer rmsprop (doom_a3c/optimizers.py): TensorFlow 1's RMSProp and Keras' against updates computed by
+"""--optimizer rmsprop (doom_a3c/algo/optimizers.py): TensorFlow 1's RMSProp and Keras' against updates computed by
 hand, one set of statistics for every worker, the mean squares through a real checkpoint and --resume, and the
 config values (their checks, what an old checkpoint ran with, what --resume may change)."""
 import threading
@@ -7,15 +7,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.build import build_global
-from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.environment import EnvSpec
-from doom_a3c.learning import GlobalLearner
-from doom_a3c.network import build_actor_critic
-from doom_a3c.optimizers import TFLikeRMSprop, build_optimizer
+from doom_a3c.modes.build import build_global
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.interface import EnvSpec
+from doom_a3c.algo.learner import GlobalLearner
+from doom_a3c.algo.model.actor_critic import build_actor_critic
+from doom_a3c.algo.optimizers import TFLikeRMSprop, build_optimizer
 from doom_a3c.quiet_import import keras
-from doom_a3c.ray_mode import ParameterServer
-from doom_a3c.resolve import resolve_resumed_run, upgrade_saved_config
+from doom_a3c.modes.ray.parameter_server import ParameterServer
+from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
 
 VECTOR_SHAPE = (4,)
 GRADIENTS = [np.array([2.0, -1.0, 0.0], np.float32), np.array([0.5, 3.0, -4.0], np.float32),

@@ -9,19 +9,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from doom_a3c.a3c import A3CWorker
-from doom_a3c.config import ConfigError, TrainConfig, build_parser, given_values
-from doom_a3c.env_batch import EnvBatch
-from doom_a3c.environment import Step
-from doom_a3c.exploration import EpsilonSchedule
-from doom_a3c.learning import GlobalLearner, GradientStep
-from doom_a3c.local_copy import LocalCopy
-from doom_a3c.network import LSTMState, build_actor_critic
-from doom_a3c.resolve import resolve_new_run
-from doom_a3c.returns import discounted_returns, n_step_targets
-from doom_a3c.rollout import GameRunner, Rollout
-from doom_a3c.run_state import RunState
-from doom_a3c.scenarios import ATARI, DOOM, VECTOR, environment_kind, own_map_defaults, shipped_scenarios_dir
+from doom_a3c.modes.a3c import A3CWorker
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig, build_parser, given_values
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.interface import Step
+from doom_a3c.algo.exploration import EpsilonSchedule
+from doom_a3c.algo.learner import GlobalLearner, GradientStep
+from doom_a3c.algo.local_copy import LocalCopy
+from doom_a3c.algo.model.actor_critic import LSTMState, build_actor_critic
+from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.algo.returns import discounted_returns, n_step_targets
+from doom_a3c.algo.rollout import GameRunner, Rollout
+from doom_a3c.runtime.state import RunState
+from doom_a3c.envs.scenario import ATARI, DOOM, VECTOR, environment_kind
+from doom_a3c.run.presets import own_map_defaults
+from doom_a3c.envs.doom.scenario_files import shipped_scenarios_dir
 
 VECTOR_SHAPE = (4,)
 
@@ -107,7 +110,7 @@ def fake_rollout(rewards, dones, values, bootstrap):
 
 def targets_seen_by_gradient_step(config, rollout, monkeypatch):
     """(returns, advantages) that the learning step takes its gradient against."""
-    from doom_a3c import learning
+    from doom_a3c.algo import learner as learning
 
     seen = {}
     compute = learning.learning_targets
@@ -140,8 +143,8 @@ def test_no_epsilon_follows_the_policy_and_epsilon_decays_with_global_steps():
 
 def test_each_worker_gets_its_own_final_epsilon(tmp_path, monkeypatch):
     """The run built for --epsilon-spread linear gives worker i its own schedule (thread A3C's wiring)."""
-    from doom_a3c import build
-    from doom_a3c.a3c import a3c_workers
+    from doom_a3c.modes import build
+    from doom_a3c.modes.a3c import a3c_workers
 
     config = resolve_new_run(dict(scenario="CartPole-v1", workers=3, envs_per_worker=1, epsilon_start=0.4,
                                   epsilon_end=0.1, epsilon_decay_steps=100, epsilon_spread="linear",
@@ -328,7 +331,7 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
                    "action_set", "cfg_variables", "normalize_variables", "color",  # or, without one, the kind's
                    "env_processes",  # the kind's: ViZDoom's games in child processes, under the watchdog
                    "frame_stack",  # the preset's [train] value, else 1
-                   "precision"}  # "auto" resolved to what this CPU runs (doom_a3c/precision.py)
+                   "precision"}  # "auto" resolved to what this CPU runs (doom_a3c/algo/model/precision.py)
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}
     assert (center.frame_skip, center.reward_scale, center.action_set) == (defaults.frame_skip, 1.0, "combined")

@@ -10,20 +10,24 @@ import pytest
 import tensorflow as tf
 
 from conftest import first_observation_and_policy
-from doom_a3c import normalization as norm
-from doom_a3c.action_sets import MAX_COMBINED_ACTIONS, combined_actions, pressed_button
-from doom_a3c.build import build_global
-from doom_a3c.checkpoint import read_checkpoint
-from doom_a3c.config import ConfigError, TrainConfig, build_parser, given_values
-from doom_a3c.environment import EnvSpec, observation_dtype
-from doom_a3c.evaluation import load_agent, play
-from doom_a3c.gradients import process_gradients
-from doom_a3c.learning import GlobalLearner, GradientStep, learning_targets
-from doom_a3c.network import LSTMState, build_actor_critic, normalized_variables_tensor, return_scale_tensor
-from doom_a3c.resolve import resolve_new_run, resolve_resumed_run, upgrade_saved_config
-from doom_a3c.rollout import Rollout
-from doom_a3c.scenarios import own_map_defaults
-from doom_a3c.training import train_from_flags
+from doom_a3c.algo import normalization as norm
+from doom_a3c.envs.doom.action_sets import MAX_COMBINED_ACTIONS, combined_actions, pressed_button
+from doom_a3c.modes.build import build_global
+from doom_a3c.runtime.checkpoint import read_checkpoint
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig, build_parser, given_values
+from doom_a3c.envs.interface import EnvSpec, observation_dtype
+from doom_a3c.run.agent import load_agent
+from doom_a3c.run.playback import play
+from doom_a3c.algo.gradients import process_gradients
+from doom_a3c.algo.learner import GlobalLearner, GradientStep, learning_targets
+from doom_a3c.algo.model.actor_critic import LSTMState, build_actor_critic
+from doom_a3c.algo.model.layers import normalized_variables_tensor, return_scale_tensor
+from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
+from doom_a3c.algo.rollout import Rollout
+from doom_a3c.run.presets import own_map_defaults
+from doom_a3c.run.training import train_from_flags
 
 DECAY = norm.MOMENTS_DECAY
 
@@ -240,7 +244,7 @@ def test_combined_actions_by_hand():
 
 @pytest.mark.parametrize("scenario,count", [("basic", 6), ("deadly_corridor", 54), ("my_way_home", 18)])
 def test_each_combined_action_presses_exactly_the_buttons_it_names(scenario, count, tmp_path, monkeypatch):
-    from doom_a3c.doom_env import DoomEnvironment, button_names
+    from doom_a3c.envs.doom.game import DoomEnvironment, button_names
 
     monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini into the working directory
 
@@ -303,12 +307,11 @@ def test_the_defaults_shape_the_game_variables_a_cfg_lists(tmp_path, monkeypatch
 
     import vizdoom
 
-    import doom_a3c.resolve as resolve
-    import doom_a3c.scenarios as scenarios
+    from doom_a3c.run import doom_values, presets as preset_module
 
     table = {**own_map_defaults(), "cfg_variable_shaping": [["HEALTH", 0.02], ["AMMO0", 0.5], ["KILLCOUNT", 1.0]]}
-    monkeypatch.setattr(resolve, "own_map_defaults", lambda: table)
-    monkeypatch.setattr(scenarios, "own_map_defaults", lambda: table)
+    monkeypatch.setattr(doom_values, "own_map_defaults", lambda: table)
+    monkeypatch.setattr(preset_module, "own_map_defaults", lambda: table)
     run = lambda **given: resolve_new_run({"model_dir": str(tmp_path / "m"), **given})  # noqa: E731
     # defend_the_center lists AMMO2 and HEALTH; deadly_corridor and my_way_home, presets based on the defaults, list
     # HEALTH and nothing.
@@ -317,10 +320,10 @@ def test_the_defaults_shape_the_game_variables_a_cfg_lists(tmp_path, monkeypatch
     assert run(scenario="my_way_home").reward_shaping == []
     assert run(scenario="defend_the_center", preset=False,
                reward_shaping=[["ARMOR", 3.0]]).reward_shaping == [["ARMOR", 3.0]]
-    own_preset = scenarios.load_preset("defend_the_center").get("reward_shaping", [])
+    own_preset = preset_module.load_preset("defend_the_center").get("reward_shaping", [])
     assert run(scenario="defend_the_center").reward_shaping == own_preset
     # A preset on the defaults that turns shaping off.
-    monkeypatch.setattr(scenarios, "PRESETS_DIR", tmp_path)
+    monkeypatch.setattr(preset_module, "PRESETS_DIR", tmp_path)
     (tmp_path / "arena.toml").write_text('based_on = "defaults"\nreward_shaping = []\n')
     shutil.copy(os.path.join(vizdoom.scenarios_path, "defend_the_center.cfg"), tmp_path / "arena.cfg")
     shutil.copy(os.path.join(vizdoom.scenarios_path, "defend_the_center.wad"), tmp_path / "defend_the_center.wad")
@@ -341,9 +344,9 @@ def test_the_new_flags_on_the_command_line():
 
 
 def test_a_preset_cannot_turn_itself_off(tmp_path, monkeypatch):
-    from doom_a3c import resolve
+    from doom_a3c.run import presets as preset_module
 
-    monkeypatch.setattr(resolve, "load_preset", lambda name: {"train": {"preset": False}})
+    monkeypatch.setattr(preset_module, "load_preset", lambda name: {"train": {"preset": False}})
     with pytest.raises(ConfigError, match="unknown options \\['preset'\\]"):
         resolve_new_run({"scenario": "basic"})
 
@@ -418,7 +421,7 @@ def test_a_no_preset_run_saves_every_derived_value_and_plays_it(tmp_path, monkey
     assert len(results) == 1 and results[0].length > 0
 
     # The SavedModel takes the raw variables and standardises them as the agent does.
-    from doom_a3c.export import export_policy
+    from doom_a3c.run.export import export_policy
 
     exported = export_policy(agent, str(tmp_path / "export"))
     loaded = tf.saved_model.load(exported.saved_model)
@@ -444,13 +447,14 @@ def test_three_modes_share_the_statistics_alike(tmp_path, monkeypatch):
     from test_core import GAMES, StillEnv, fixed_rollouts, small_config
     from test_core import spec as still_spec
 
-    from doom_a3c import ray_mode
-    from doom_a3c.a3c import a3c_workers
-    from doom_a3c.build import ThreadRun
-    from doom_a3c.env_batch import EnvBatch
-    from doom_a3c.ga3c import RolloutTrainer, TrainingItem
-    from doom_a3c.ray_mode import ParameterServer, PushingWorker
-    from doom_a3c.run_state import RunState
+    from doom_a3c.modes.ray import worker as ray_worker
+    from doom_a3c.modes.a3c import a3c_workers
+    from doom_a3c.modes.build import ThreadRun
+    from doom_a3c.envs.batch import EnvBatch
+    from doom_a3c.modes.ga3c import RolloutTrainer, TrainingItem
+    from doom_a3c.modes.ray.parameter_server import ParameterServer
+    from doom_a3c.modes.ray.worker import PushingWorker
+    from doom_a3c.runtime.state import RunState
 
     def config(name):
         return small_config(tmp_path / name, normalize_returns=True)
@@ -481,7 +485,7 @@ def test_three_modes_share_the_statistics_alike(tmp_path, monkeypatch):
     server = ParameterServer(config("ray").to_json(), configure_threads=False)
     assert server.build(still_spec()) is None
     start_from_initial(server.parts.learner)
-    monkeypatch.setattr(ray_mode, "worker_games", lambda *args, **kwargs: EnvBatch([StillEnv()] * GAMES))
+    monkeypatch.setattr(ray_worker, "worker_games", lambda *args, **kwargs: EnvBatch([StillEnv()] * GAMES))
     pushing = PushingWorker(0, config("ray"), server.apply)
     pushing.accept(server.pull())
     for rollout in rollouts:

@@ -3,7 +3,7 @@ a CPU without it is one line; the bfloat16 network agrees with the float32 one o
 bfloat16-trained checkpoint plays, resumes and exports in float32; the three modes learn alike in bfloat16; XLA
 computes what the plain graph does.
 
-The CPU is faked through doom_a3c/precision.py's test hook, $DOOM_A3C_CPUINFO (a file read instead of
+The CPU is faked through doom_a3c/algo/model/precision.py's test hook, $DOOM_A3C_CPUINFO (a file read instead of
 /proc/cpuinfo), so that these tests run alike on a CPU with or without bfloat16."""
 import dataclasses
 import json
@@ -17,12 +17,14 @@ import tensorflow as tf
 
 import test_core
 from conftest import REPO_ROOT, first_observation_and_policy
-from doom_a3c import precision
+from doom_a3c.algo.model import precision
 from doom_a3c.cli import play_main, train_main
-from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.network import ActorCritic
-from doom_a3c.precision import CPUINFO_ENV, choose_precision, cpu_flags
-from doom_a3c.resolve import FIELDS_BEFORE_ISSUE_53, resolve_new_run, resolve_resumed_run, upgrade_saved_config
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.algo.model.actor_critic import ActorCritic
+from doom_a3c.algo.model.precision import CPUINFO_ENV, choose_precision, cpu_flags
+from doom_a3c.run.saved_config import FIELDS_BEFORE_ISSUE_53, resolve_resumed_run, upgrade_saved_config
+from doom_a3c.run.resolve import resolve_new_run
 
 # Two processors' worth of /proc/cpuinfo, shortened: with AVX-512 BF16 (this machine's kind) and without.
 CPUINFO_WITH = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni\n\n" \
@@ -33,7 +35,7 @@ FAKES = "tests.fixtures.fake_image_envs"
 
 @pytest.fixture
 def fake_cpu(tmp_path, monkeypatch):
-    """fake_cpu(has_bfloat16): this process's CPU, as doom_a3c/precision.py reads it, with or without bfloat16."""
+    """fake_cpu(has_bfloat16): this process's CPU, as doom_a3c/algo/model/precision.py reads it, with or without bfloat16."""
     def fake(has_bfloat16: bool) -> str:
         path = tmp_path / ("cpuinfo_with" if has_bfloat16 else "cpuinfo_without")
         path.write_text(CPUINFO_WITH if has_bfloat16 else CPUINFO_WITHOUT)
@@ -214,9 +216,9 @@ def test_the_three_modes_learn_alike_in_bfloat16(tmp_path, monkeypatch):
 
 def test_xla_computes_what_the_plain_graph_does(tmp_path):
     """--jit-compile: the learning step's gradient and the acting step, float32, on the same weights."""
-    from doom_a3c.build import build_network
-    from doom_a3c.learning import GradientStep
-    from doom_a3c.local_copy import LocalCopy
+    from doom_a3c.modes.build import build_network
+    from doom_a3c.algo.learner import GradientStep
+    from doom_a3c.algo.local_copy import LocalCopy
 
     plain = test_core.small_config(tmp_path, precision="float32")
     compiled = dataclasses.replace(plain, jit_compile=True)
@@ -236,8 +238,8 @@ def test_xla_computes_what_the_plain_graph_does(tmp_path):
 # ---- a bfloat16 run, end to end ------------------------------------------------------------------------------
 def test_a_bfloat16_checkpoint_plays_exports_and_resumes_in_float32(tmp_path, fake_cpu, capsys):
     """FakeDictImage-v0 (an image and game variables), 300 steps in bfloat16; play.py and --export run float32."""
-    from doom_a3c.checkpoint import read_checkpoint
-    from doom_a3c.evaluation import load_agent
+    from doom_a3c.runtime.checkpoint import read_checkpoint
+    from doom_a3c.run.agent import load_agent
 
     fake_cpu(True)
     model = tmp_path / "model"

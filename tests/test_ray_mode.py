@@ -1,4 +1,4 @@
-"""--distributed ray (doom_a3c/ray_mode.py, ray_session.py): the parameter server and the pushing worker as
+"""--distributed ray (doom_a3c/modes/ray/): the parameter server and the pushing worker as
 plain classes (no Ray), the Ray session's set-up and its one-line errors, and real local Ray runs of train.py
 on basic.wad: 2 worker processes, the checkpoint's counters, progress.csv, config.json, play.py, resumes
 ray -> threaded -> ray, and a worker process killed with SIGKILL mid-run (replaced; nothing the run counted
@@ -21,15 +21,17 @@ from conftest import REPO_ROOT
 from test_a3c import BrightSideEnv, fake_config, fake_thread_run
 from test_cli import read_rows, run
 
-from doom_a3c import ray_mode
-from doom_a3c.a3c import a3c_workers
-from doom_a3c.build import build_global
-from doom_a3c.checkpoint import read_checkpoint
-from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.env_batch import EnvBatch
-from doom_a3c.environment import EnvSpec
-from doom_a3c.ray_mode import ParameterServer, PushingWorker
-from doom_a3c.ray_session import SESSION_SOCKET_SUFFIX, SOCKET_PATH_LIMIT, check_reachable, local_temp_dir
+from doom_a3c.modes.ray import worker as ray_worker
+from doom_a3c.modes.a3c import a3c_workers
+from doom_a3c.modes.build import build_global
+from doom_a3c.runtime.checkpoint import read_checkpoint
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.interface import EnvSpec
+from doom_a3c.modes.ray.parameter_server import ParameterServer
+from doom_a3c.modes.ray.worker import PushingWorker
+from doom_a3c.modes.ray.session import SESSION_SOCKET_SUFFIX, SOCKET_PATH_LIMIT, check_reachable, local_temp_dir
 
 VECTOR_SHAPE = (4,)
 
@@ -145,7 +147,7 @@ def test_pushing_worker_makes_the_threaded_workers_update(tmp_path, monkeypatch)
     threaded = a3c_workers(parts)[0]
     server = ParameterServer(config.to_json(), configure_threads=False)
     assert server.build(parts.spec) is None
-    monkeypatch.setattr(ray_mode, "worker_games",
+    monkeypatch.setattr(ray_worker, "worker_games",
                         lambda config, index, offset=0: EnvBatch([BrightSideEnv(s) for s in range(3)], threads=1))
     pushing = PushingWorker(0, config, server.apply)
     copy_weights(parts.learner.net, server.parts.learner.net)
@@ -186,8 +188,9 @@ def test_an_unreachable_ray_address_is_a_config_error_within_seconds():
 
 
 def test_threaded_training_never_imports_ray():
-    code = ("import sys, doom_a3c, doom_a3c.training, doom_a3c.coordinator, doom_a3c.thread_backend, "
-            "doom_a3c.build, doom_a3c.a3c, doom_a3c.ga3c; assert 'ray' not in sys.modules, 'ray imported'")
+    code = ("import sys, doom_a3c, doom_a3c.run.training, doom_a3c.run.coordinator, doom_a3c.modes.threads, "
+            "doom_a3c.modes.build, doom_a3c.modes.a3c, doom_a3c.modes.ga3c; "
+            "assert 'ray' not in sys.modules, 'ray imported'")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
 

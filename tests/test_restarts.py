@@ -6,12 +6,12 @@ import pytest
 import tensorflow as tf
 
 from doom_a3c.config import TrainConfig
-from doom_a3c.coordinator import Coordinator, TooManyRestarts
-from doom_a3c.env_batch import EnvBatch
-from doom_a3c.environment import Step
-from doom_a3c.network import LSTMState
-from doom_a3c.rollout import GameRunner
-from doom_a3c.run_state import GameRestart, RunState
+from doom_a3c.run.coordinator import Coordinator, TooManyRestarts
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.interface import Step
+from doom_a3c.algo.model.actor_critic import LSTMState
+from doom_a3c.algo.rollout import GameRunner
+from doom_a3c.runtime.state import GameRestart, RunState
 
 
 class ScoringEnv:
@@ -103,7 +103,7 @@ def test_a_slot_whose_games_never_start_stops_with_the_error_after_three_tries()
 
 
 def test_game_processes_report_start_failures_with_the_batch_index():
-    from doom_a3c.env_batch import ProcessEnvBatch
+    from doom_a3c.envs.process_batch import ProcessEnvBatch
 
     factories = [ScoringEnv, ScoringEnv, ScoringEnv, lambda: ScoringEnv(fail_reset=True)]
     games = ProcessEnvBatch(factories, processes=2, remake=lambda index, restarts: ScoringEnv())
@@ -149,7 +149,7 @@ def test_restarts_spread_over_more_than_a_minute_do_not_stop_the_run(tmp_path):
 
 def failing_cartpole(monkeypatch, every):
     """CartPole whose games raise on every `every`-th step of the whole process."""
-    from doom_a3c.gym_envs import VectorEnvironment
+    from doom_a3c.envs.gym.games import VectorEnvironment
 
     calls = {"n": 0}
     step = VectorEnvironment.step
@@ -164,7 +164,7 @@ def failing_cartpole(monkeypatch, every):
 
 
 def train_cartpole(tmp_path, monkeypatch, **overrides):
-    from doom_a3c.training import train
+    from doom_a3c.run.training import train
 
     monkeypatch.setattr(Coordinator, "_install_signal_handlers", lambda self: None)
     config = TrainConfig(scenario="CartPole-v1", evaluate=False, workers=2, envs_per_worker=2, env_threads=1, rollout=10,
@@ -227,7 +227,7 @@ def test_games_in_child_processes_are_left_to_the_watchdog(tmp_path, capsys):
 
 
 def test_the_games_of_one_replaced_game_process_are_one_restart():
-    from doom_a3c.run_state import group_restarts
+    from doom_a3c.runtime.state import group_restarts
 
     lost = "GameProcessLost: game process 7 (games 2-3) did not answer within 30 s (a stalled engine?)"
     died = "RuntimeError: engine died"

@@ -1,8 +1,8 @@
-"""doom_a3c/returns.py against values worked out by hand."""
+"""doom_a3c/algo/returns.py against values worked out by hand."""
 import numpy as np
 import pytest
 
-from doom_a3c.returns import discount, discounted_returns, generalized_advantages, standardized
+from doom_a3c.algo.returns import discount, discounted_returns, generalized_advantages, standardized
 
 R = np.array([1.0, 2.0, 3.0])
 V = np.array([0.5, 1.0, 2.0])

@@ -11,14 +11,15 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT
-from doom_a3c import scenarios
-from doom_a3c.build import build_network
-from doom_a3c.checkpoint import read_checkpoint, restore
+from doom_a3c.run import presets as preset_module
+from doom_a3c.modes.build import build_network
+from doom_a3c.runtime.checkpoint import read_checkpoint, restore
 from doom_a3c.config import TrainConfig, build_parser, given_values
-from doom_a3c.environment import EnvSpec
-from doom_a3c.evaluation import play
-from doom_a3c.resolve import resolve_new_run, resolve_resumed_run, upgrade_saved_config
-from doom_a3c.training import train_from_flags
+from doom_a3c.envs.interface import EnvSpec
+from doom_a3c.run.playback import play
+from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
+from doom_a3c.run.training import train_from_flags
 
 FIXTURE = f"{REPO_ROOT}/tests/fixtures/old_basic_checkpoint"
 TINY = {"frame_size": 20, "hidden_size": 16, "lstm_size": 8, "workers": 1, "envs_per_worker": 2, "env_threads": 1,
@@ -37,8 +38,8 @@ def strict_json(text: str):
 def presets(tmp_path, monkeypatch):
     """A copy of the presets folder that the test may edit."""
     folder = tmp_path / "presets"
-    shutil.copytree(scenarios.PRESETS_DIR, folder)
-    monkeypatch.setattr(scenarios, "PRESETS_DIR", folder)
+    shutil.copytree(preset_module.PRESETS_DIR, folder)
+    monkeypatch.setattr(preset_module, "PRESETS_DIR", folder)
     return folder
 
 

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT
-from doom_a3c.config import ConfigError
-from doom_a3c.scenarios import check_doom_cfg, shipped_scenario_names, shipped_scenarios_dir
-from doom_a3c.training import train_from_flags
-from doom_a3c.wad import wad_lumps, wad_maps
+from doom_a3c.errors import ConfigError
+from doom_a3c.envs.doom.scenario_files import check_doom_cfg, shipped_scenario_names, shipped_scenarios_dir
+from doom_a3c.run.training import train_from_flags
+from doom_a3c.envs.doom.wad import wad_lumps, wad_maps
 
 
 def make_wad(path, lumps, kind=b"PWAD"):

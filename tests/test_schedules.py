@@ -1,16 +1,17 @@
-"""--lr-schedule linear (doom_a3c/schedules.py): the annealed rate against hand numbers over a step budget, a time
+"""--lr-schedule linear (doom_a3c/algo/schedules.py): the annealed rate against hand numbers over a step budget, a time
 budget and both, never below 0, and a --resume going on over the run's whole training time (restored from the
 checkpoint's wall_seconds, --max-minutes counting each leg)."""
 import numpy as np
 import pytest
 
-from doom_a3c.build import build_global
-from doom_a3c.config import ConfigError, TrainConfig
-from doom_a3c.environment import EnvSpec
-from doom_a3c.learning import GlobalLearner
-from doom_a3c.network import build_actor_critic
-from doom_a3c.ray_mode import ParameterServer
-from doom_a3c.schedules import RunClock, budget_fraction, learning_rate_at
+from doom_a3c.modes.build import build_global
+from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.interface import EnvSpec
+from doom_a3c.algo.learner import GlobalLearner
+from doom_a3c.algo.model.actor_critic import build_actor_critic
+from doom_a3c.modes.ray.parameter_server import ParameterServer
+from doom_a3c.algo.schedules import RunClock, budget_fraction, learning_rate_at
 
 SPEC = EnvSpec(2, (4,), 0.02, ["LEFT", "RIGHT"])
 

@@ -4,7 +4,7 @@ import os
 import numpy as np
 
 from doom_a3c.config import TrainConfig
-from doom_a3c.summaries import EVAL_FIELDS, RunLog, append_evaluation, moving_mean, read_progress, trim_evaluations
+from doom_a3c.run.summaries import EVAL_FIELDS, RunLog, append_evaluation, moving_mean, read_progress, trim_evaluations
 
 
 def test_moving_mean_by_hand():

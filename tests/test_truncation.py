@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 from doom_a3c.config import TrainConfig
-from doom_a3c.env_batch import EnvBatch, ProcessEnvBatch
-from doom_a3c.environment import Step
-from doom_a3c.learning import learning_targets
-from doom_a3c.network import LSTMState
-from doom_a3c.returns import discounted_returns, generalized_advantages, n_step_targets
-from doom_a3c.rollout import GameRunner
-from doom_a3c.run_state import RunState
+from doom_a3c.envs.batch import EnvBatch
+from doom_a3c.envs.process_batch import ProcessEnvBatch
+from doom_a3c.envs.interface import Step
+from doom_a3c.algo.learner import learning_targets
+from doom_a3c.algo.model.actor_critic import LSTMState
+from doom_a3c.algo.returns import discounted_returns, generalized_advantages, n_step_targets
+from doom_a3c.algo.rollout import GameRunner
+from doom_a3c.runtime.state import RunState
 
 GAMMA = 0.9
 # One rollout of 5 steps, reward 1 each, an episode end after step 2, the rollout cut after step 4 (V(s_5) = 2).
@@ -163,7 +164,7 @@ def test_the_runner_bootstraps_a_truncation_and_still_resets_the_lstm():
 
 
 def test_a_gymnasium_time_limit_is_truncation_and_a_fall_is_a_terminal():
-    from doom_a3c.gym_envs import VectorEnvironment
+    from doom_a3c.envs.gym.games import VectorEnvironment
 
     env = VectorEnvironment("CartPole-v1", seed=0)
     env._env = gym.make("CartPole-v1", max_episode_steps=3, render_mode="rgb_array")  # a short time limit
@@ -183,8 +184,8 @@ def test_a_gymnasium_time_limit_is_truncation_and_a_fall_is_a_terminal():
 @pytest.mark.parametrize("bootstrap", [False, True])
 def test_doom_episode_timeout_is_terminal_unless_the_preset_bootstraps_it(tmp_path, bootstrap):
     """basic.wad times out after 300 tics (75 steps) when the monster is never shot."""
-    from doom_a3c.doom_env import DoomEnvironment
-    from doom_a3c.resolve import resolve_new_run
+    from doom_a3c.envs.doom.game import DoomEnvironment
+    from doom_a3c.run.resolve import resolve_new_run
 
     config = resolve_new_run({"scenario": "basic", "model_dir": str(tmp_path)})
     env = DoomEnvironment(dataclasses.replace(config, bootstrap_timeout=bootstrap), seed=0)

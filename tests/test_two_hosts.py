@@ -139,7 +139,7 @@ def test_training_on_two_hosts_survives_the_worker_host(tmp_path):
         shutil.rmtree(RAY_TEMP, ignore_errors=True)
 
     # The checkpoint loads and counts what the CSV holds; every episode is there once.
-    from doom_a3c.checkpoint import read_checkpoint
+    from doom_a3c.runtime.checkpoint import read_checkpoint
 
     counters = read_checkpoint(str(model_dir / "last.ckpt")).counters
     rows = episodes_logged(model_dir)

@@ -7,7 +7,7 @@ import imageio.v3 as iio
 import pytest
 from PIL import Image
 
-from doom_a3c.recording import write_video
+from doom_a3c.run.recording import write_video
 
 
 def distinct_frames(count, height=120, width=160):
@@ -33,13 +33,13 @@ def test_odd_sizes_are_padded_for_h264_and_wide_frames_kept(tmp_path):
 
 
 def basic_config(tmp_path):
-    from doom_a3c.resolve import resolve_new_run
+    from doom_a3c.run.resolve import resolve_new_run
 
     return resolve_new_run({"scenario": "basic.wad", "model_dir": str(tmp_path)})
 
 
 def scripted_episode(config, record_tics):
-    from doom_a3c.doom_env import DoomEnvironment
+    from doom_a3c.envs.doom.game import DoomEnvironment
 
     env = DoomEnvironment(config, seed=5)
     env.record_tics = record_tics
@@ -69,11 +69,12 @@ def test_tic_by_tic_steps_play_the_same_game(tmp_path):
 
 
 def test_a_played_basic_episode_gif_has_a_frame_per_tic(tmp_path):
-    from doom_a3c.build import build_network
-    from doom_a3c.evaluation import Agent, play_episode, seconds_per_frame
-    from doom_a3c.environment import spec_of
+    from doom_a3c.modes.build import build_network
+    from doom_a3c.run.agent import Agent
+    from doom_a3c.run.playback import play_episode, seconds_per_frame
+    from doom_a3c.envs.interface import spec_of
 
-    from doom_a3c.gym_adapter import GameEnv
+    from doom_a3c.envs.gymnasium_env import GameEnv
 
     config = basic_config(tmp_path)
     env = GameEnv(config, seed=3)
@@ -102,7 +103,7 @@ class UniformPolicy:
     """Equal logits for 3 actions, no LSTM: the runner samples uniformly."""
 
     def start_state(self):
-        from doom_a3c.network import LSTMState
+        from doom_a3c.algo.model.actor_critic import LSTMState
 
         return LSTMState(np.zeros((2, 0), np.float32), np.zeros((2, 0), np.float32))
 
@@ -117,9 +118,11 @@ class UniformPolicy:
 def test_training_recordings_of_doom_show_every_tic_with_video_tics(tmp_path, processes):
     """--video-tics: game 0's recorded episodes hold a frame per tic at 1/35 s a frame, in the trainer's own games
     and in --env-processes children; the unrecorded game 1 goes on a step at a time."""
-    from doom_a3c.env_batch import EnvBatch, ProcessEnvBatch, make_environment
-    from doom_a3c.rollout import GameRunner
-    from doom_a3c.run_state import RunState
+    from doom_a3c.envs.batch import EnvBatch
+    from doom_a3c.envs.process_batch import ProcessEnvBatch
+    from doom_a3c.envs.factory import make_environment
+    from doom_a3c.algo.rollout import GameRunner
+    from doom_a3c.runtime.state import RunState
 
     config = dataclasses.replace(basic_config(tmp_path), video_tics=True)
     if processes:

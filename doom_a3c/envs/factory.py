@@ -1,0 +1,53 @@
+"""How a run's games are made: one game of any kind from a resolved config, and a worker's batch of
+them, in this process or in child processes under the watchdog.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Sequence
+
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.batch import RESTART_SEED_STRIDE, EnvBatch, GameBatch
+from doom_a3c.envs.frame_stack import stack_frames
+from doom_a3c.envs.interface import Environment
+from doom_a3c.envs.process_batch import ProcessEnvBatch
+
+
+def make_environment(config: TrainConfig, seed: int) -> Environment:
+    """One game of the resolved config's environment, whichever of the kinds it is, as the network sees it: every
+    game of a run (workers' and their child processes', the evaluator's, play.py's, make_env's) is made here, so
+    that --frame-stack stacks its frames alike everywhere."""
+    if config.env_kind == "doom":
+        from doom_a3c.envs.doom.game import DoomEnvironment
+
+        game: Environment = DoomEnvironment(config, seed)
+    else:
+        from doom_a3c.envs.gym.factory import make_gym_environment
+
+        game = make_gym_environment(config, seed)
+    return stack_frames(game, config.frame_stack or 1)
+
+
+def _remade(config: TrainConfig, seeds: Sequence[int], index: int, restarts: int) -> Environment:
+    return make_environment(config, seed=seeds[index] + RESTART_SEED_STRIDE * restarts)
+
+
+def make_env_batch(config: TrainConfig, seeds: Sequence[int], stop: threading.Event | None = None) -> GameBatch:
+    """One worker's games: built and stepped here by --env-threads threads, or with --env-processes P built
+    and stepped in P child processes under the --game-timeout watchdog (`stop`: the run's stop flag, which ends
+    any wait for them). A game that fails is restarted unless --max-game-restarts is 0."""
+    remake = functools.partial(_remade, config, list(seeds)) if config.max_game_restarts > 0 else None
+    if config.env_processes:
+        return ProcessEnvBatch([functools.partial(make_environment, config, seed=seed) for seed in seeds],
+                               config.env_processes, remake, timeout=config.game_timeout, stop=stop,
+                               threads=config.env_threads)
+    envs = []
+    try:
+        for seed in seeds:
+            envs.append(make_environment(config, seed=seed))
+    except BaseException:
+        for env in envs:  # the games already started must not outlive a failed build
+            env.close()
+        raise
+    return EnvBatch(envs, threads=config.env_threads, remake=remake)

@@ -1,0 +1,53 @@
+"""A gymnasium id's game built from a resolved config (Atari, image or vector), and the facts a config
+needs from it (actions, variables) before a run starts.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.gym.atari import AtariEnvironment
+from doom_a3c.envs.gym.games import ImageEnvironment, VectorEnvironment
+from doom_a3c.envs.gym.registry import gym_kind, import_env_module
+
+GymEnvironment = AtariEnvironment | ImageEnvironment | VectorEnvironment
+
+
+def _build(kind: str, env_id: str, seed: int, config: TrainConfig) -> GymEnvironment:
+    """One game of `kind` ("atari", "image", "vector"); frame skip and size apply to Atari and image envs,
+    colour and crop to image envs."""
+    if kind == "atari":
+        return AtariEnvironment(env_id, seed, frame_skip=config.frame_skip, frame_size=config.frame_size)
+    if kind == "image":
+        return ImageEnvironment(env_id, seed, frame_size=config.frame_size, color=bool(config.color),
+                                crop=tuple(config.crop or (0.0, 0.0, 0.0, 0.0)), frame_skip=config.frame_skip)
+    return VectorEnvironment(env_id, seed)
+
+
+def make_gym_environment(config: TrainConfig, seed: int) -> GymEnvironment:
+    """The environment a resolved config's gymnasium id names, its --env-module imported first (a game process
+    or Ray worker may not have imported it yet)."""
+    import_env_module(config.env_module)
+    kind = config.env_kind if config.env_kind in ("atari", "image", "vector") else gym_kind(config.scenario_path)
+    return _build(kind, config.scenario_path, seed, config)
+
+
+class GymFacts(NamedTuple):
+    """What doom_a3c/run/resolve.py fills in from one game of a gymnasium id."""
+
+    kind: str  # "atari", "image" or "vector"
+    action_names: list[str]
+    variable_names: list[str]  # an image env's Dict vectors, element by element ([] for the others)
+
+
+def describe_gym_env(config: TrainConfig) -> GymFacts:
+    """One game of `config.scenario` built with the config's values (its --env-module imported first): the only
+    sure check that it can be trained here (a missing ROM, continuous actions, an observation the network
+    cannot take...)."""
+    import_env_module(config.env_module)
+    kind = gym_kind(config.scenario)
+    env = _build(kind, config.scenario, 0, config)
+    try:
+        return GymFacts(kind, list(env.action_names), list(getattr(env, "variable_names", [])))
+    finally:
+        env.close()

@@ -1,0 +1,110 @@
+"""A game exactly as it was trained (preprocessing, frame skip, action set, game variables) as a `gymnasium.Env`,
+for a user's own tools: wrappers, `RecordVideo`, their evaluation code, another library.
+
+It wraps the one environment interface of doom_a3c/envs/interface.py: `reset(seed, options) -> (observation, info)`,
+`step(action) -> (observation, reward, terminated, truncated, info)`, `render()` as `rgb_array`. The reward is the
+game's own score. What training treats otherwise is said in `info`, and the `Agent` of doom_a3c/run/agent.py reads it:
+
+* `info["life_lost"]` (Atari): a lost life ended the episode for learning only. The game goes on (the episode
+  terminates at the real game end), and the agent forgets its LSTM state there, as it did in training.
+* `info["episode_start"]` (reset's info): the agent forgets its LSTM state.
+
+`terminated` is the end of the game as training saw it (a Doom scenario's episode timeout is a terminal unless the
+run bootstrapped from it); `truncated` is a time limit training bootstrapped from (Atari's, CartPole's).
+
+A Doom observation with game variables, one NumPy record array inside doom_a3c, is a `spaces.Dict` here:
+{"frame": uint8 frame, "variables": float32 vector}; `gym_observation` and `record_observation` convert between
+the two.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.factory import make_environment
+from doom_a3c.envs.interface import Environment, observation_dtype
+
+FRAME, VARIABLES = "frame", "variables"
+
+
+def gym_observation(observation: np.ndarray) -> np.ndarray | dict[str, np.ndarray]:
+    """doom_a3c's observation as the gymnasium env returns it: a fresh array, or the record's fields as a dict."""
+    if observation.dtype.names is None:
+        return np.array(observation)
+    return {FRAME: np.array(observation[FRAME]), VARIABLES: np.array(observation[VARIABLES], np.float32)}
+
+
+def record_observation(observation: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
+    """The gymnasium env's observation back as doom_a3c's: a dict becomes the record array the network takes."""
+    if not isinstance(observation, dict):
+        return np.asarray(observation)
+    frame, variables = np.asarray(observation[FRAME]), np.asarray(observation[VARIABLES], np.float32)
+    record = np.zeros((), observation_dtype(frame.shape, variables.shape[-1]))
+    record[FRAME], record[VARIABLES] = frame, variables
+    return record
+
+
+def observation_space(game: Environment, observation: np.ndarray) -> spaces.Space:
+    """The space of `game`'s observations, like this one (its first): a vector env's own bounds, uint8 frames,
+    game variables as float32 (bounded by float32's range: gymnasium's checker warns of infinite bounds)."""
+    if observation.dtype.names is not None:
+        frame, variables = observation[FRAME], observation[VARIABLES]
+        largest = np.finfo(np.float32).max
+        return spaces.Dict({FRAME: spaces.Box(0, 255, frame.shape, np.uint8),
+                            VARIABLES: spaces.Box(-largest, largest, variables.shape, np.float32)})
+    if observation.dtype == np.uint8:
+        return spaces.Box(0, 255, observation.shape, np.uint8)
+    low, high = game.observation_bounds
+    return spaces.Box(low, high, observation.shape, np.float32)
+
+
+class GameEnv(gym.Env):
+    """One game of a resolved config as a gymnasium env. `game` is doom_a3c's own environment underneath."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+    def __init__(self, config: TrainConfig, seed: int = 0, render_mode: str | None = "rgb_array"):
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be 'rgb_array' or None, got {render_mode!r}")
+        self.config = config
+        self.render_mode = render_mode
+        self.game: Environment = make_environment(config, seed=seed)
+        try:
+            first = self.game.reset()  # the only sure source of the observation's shape and fields
+        except BaseException:
+            self.game.close()
+            raise
+        self.metadata = {**self.metadata, "render_fps": round(1.0 / self.game.seconds_per_step)}
+        self.observation_space = observation_space(self.game, first)
+        self.action_space = spaces.Discrete(self.game.num_actions)
+        self.action_names: list[str] = list(self.game.action_names)
+        self._closed = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """A new episode; with `seed`, the game's episodes start again from that seed (the same seed, the same
+        episode). Returns (observation, {"episode_start": True})."""
+        super().reset(seed=seed)
+        if seed is not None:
+            self.game.reseed(seed)
+        return gym_observation(self.game.reset()), {"episode_start": True}
+
+    def step(self, action):
+        step = self.game.step(int(action))
+        terminated = step.game_over and not step.truncated
+        info = {"life_lost": bool(step.done and not step.game_over)}
+        return gym_observation(step.observation), step.reward, bool(terminated), bool(step.truncated), info
+
+    def render(self) -> np.ndarray | None:
+        """The screen a person sees, in colour at full resolution, [H, W, 3] uint8 (None with render_mode None)."""
+        if self.render_mode is None:
+            return None
+        return np.array(self.game.screen())
+
+    def close(self) -> None:
+        if not self._closed:  # gymnasium allows close() twice; an engine does not
+            self._closed = True
+            self.game.close()

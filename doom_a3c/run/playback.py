@@ -1,0 +1,105 @@
+"""play.py's episodes: a trained checkpoint's agent (doom_a3c/run/agent.py) plays them greedily or sampling,
+with videos and a results.json summary of the game's own scores.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import NamedTuple
+
+import numpy as np
+
+from doom_a3c.envs.gymnasium_env import GameEnv
+from doom_a3c.errors import CheckpointError, ConfigError
+from doom_a3c.run.agent import Agent, load_agent
+from doom_a3c.run.recording import VIDEO_FORMATS, write_video
+from doom_a3c.runtime.checkpoint import resolve_prefix
+from doom_a3c.runtime.files import atomic_write_text, ensure_writable_dir
+
+
+class EpisodeSummary(NamedTuple):
+    reward: float
+    length: int  # agent steps
+    gif: str  # the first video written (the GIF unless --video mp4)
+    videos: list[str]
+    frames: int  # video frames: every game tic for ViZDoom, one per step otherwise
+
+
+def play_episode(agent: Agent, env: GameEnv) -> tuple[float, int, list[np.ndarray]]:
+    """One whole game: (reward, steps, the screens a person sees). ViZDoom games show every tic. An Atari life
+    loss resets the LSTM (the agent reads it in `info`), as in training, and the game goes on."""
+    tic_by_tic = hasattr(env.game, "record_tics")  # ViZDoom: a frame per tic, not per frame_skip tics
+    if tic_by_tic:
+        env.game.record_tics = True
+    observation, info = env.reset()
+    frames = [env.render()]
+    total, length, game_over = 0.0, 0, False
+    while not game_over:
+        observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
+        total, length, game_over = total + reward, length + 1, terminated or truncated
+        if tic_by_tic:
+            frames.extend(env.game.tic_screens)
+        elif not game_over:
+            frames.append(env.render())
+    return total, length, frames
+
+
+def seconds_per_frame(env: GameEnv) -> float:
+    if hasattr(env.game, "record_tics"):
+        from doom_a3c.envs.doom.game import DOOM_TICS_PER_SECOND
+
+        return 1.0 / DOOM_TICS_PER_SECOND
+    return env.game.seconds_per_step
+
+
+def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: int = 0,
+         video: str = "gif") -> list[EpisodeSummary]:
+    """Play `episodes` games of a checkpoint; videos (`video`: gif, mp4 or both) and results.json in `out`."""
+    if video not in VIDEO_FORMATS:
+        raise ConfigError(f"--video must be one of {', '.join(VIDEO_FORMATS)}, got {video!r}")
+    prefix = resolve_prefix(model)
+    ensure_writable_dir(out, "--out")
+    agent = load_agent(prefix, greedy, seed)
+    env = agent.make_env()
+    summaries = []
+    try:
+        for index in range(episodes):
+            total, length, frames = play_episode(agent, env)
+            paths = write_video(os.path.join(out, f"episode_{index + 1:03d}"), frames, seconds_per_frame(env), video)
+            summaries.append(EpisodeSummary(total, length, paths[0], paths, len(frames)))
+    finally:
+        env.close()
+    rewards = [s.reward for s in summaries]
+    results = {
+        "checkpoint": agent.checkpoint, "scenario": agent.config.scenario,
+        "trained_env_steps": agent.trained_env_steps, "greedy": greedy,
+        "episodes": [s._asdict() for s in summaries],
+        "mean_reward": float(np.mean(rewards)), "std_reward": float(np.std(rewards)),
+        "mean_length": float(np.mean([s.length for s in summaries])),
+    }
+    atomic_write_text(os.path.join(out, "results.json"), json.dumps(results, indent=2) + "\n")
+    return summaries
+
+
+def main(model: str, out: str, episodes: int, greedy: bool, seed: int, video: str = "gif",
+         export: str | None = None) -> int:
+    """play.py: play and record, or with `export` write the acting step as a SavedModel (and TFLite)."""
+    try:
+        if export is not None:
+            from doom_a3c.run.export import export_policy
+
+            exported = export_policy(load_agent(model, greedy, seed), export)
+            print(f"SavedModel of the acting step in {exported.saved_model}")
+            print(f"TFLite: {exported.tflite}" if exported.tflite else f"TFLite: not written ({exported.tflite_error})")
+            return 0
+        summaries = play(model, out, episodes, greedy, seed, video)
+    except (ConfigError, CheckpointError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    rewards = np.array([s.reward for s in summaries])
+    for i, s in enumerate(summaries, 1):
+        print(f"episode {i}: reward {s.reward:.1f}, {s.length} steps -> {', '.join(s.videos)}")
+    print(f"mean reward {rewards.mean():.1f} +- {rewards.std():.1f} over {len(rewards)} episodes; "
+          f"results in {os.path.join(out, 'results.json')}")
+    return 0

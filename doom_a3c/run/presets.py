@@ -1,0 +1,112 @@
+"""The scenario presets (scenarios/<name>.toml; installed: doom_a3c/presets/) and the defaults for maps with none
+(scenarios/defaults/doom.toml): found, read with based_on resolved, and their [train] tables checked. Read only
+when a run starts: a checkpoint never reads a preset again.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.scenario import ATARI, DOOM, scenario_name
+from doom_a3c.errors import ConfigError
+
+
+def _presets_dir() -> Path:
+    """The presets: `doom_a3c/presets/` when installed (pyproject.toml maps the checkout's top-level
+    `scenarios/` there as package data), `scenarios/` beside the package in a checkout."""
+    package = Path(__file__).resolve().parents[1]  # doom_a3c/, above this run/ folder
+    installed = package / "presets"
+    return installed if installed.is_dir() else package.parent / "scenarios"
+
+
+PRESETS_DIR = _presets_dir()
+
+
+# `based_on = "defaults"` in a preset: it starts from scenarios/defaults/doom.toml, what a map with no preset runs.
+OWN_MAP_DEFAULTS = "defaults"
+
+
+def preset_path(name: str) -> Path:
+    return PRESETS_DIR / f"{name.replace('/', '_')}.toml"  # ALE/Pong-v5 -> ALE_Pong-v5.toml
+
+
+def own_map_defaults() -> dict:
+    """What a ViZDoom map with no preset of its own runs (`scenarios/defaults/doom.toml`): a folder of its
+    own, so that no scenario's name (ViZDoom ships a doom.cfg) can be taken for it."""
+    return _read_toml(PRESETS_DIR / "defaults" / "doom.toml")
+
+
+def _read_toml(path: Path) -> dict:
+    with open(path, "rb") as handle:
+        return tomllib.load(handle)
+
+
+def load_preset(name: str, _seen: tuple[str, ...] = ()) -> dict:
+    """The preset for a scenario name, {} when there is none. A preset with `based_on = "other"` starts from
+    the other scenario's preset (its top level and its [train] table) and overrides what it sets itself, so
+    variants of one map (basic_audio, learning, ...) share the measured recipe instead of copying it.
+    `based_on = "defaults"` starts from what a map with no preset runs (`scenarios/defaults/doom.toml`): such a
+    preset keeps only the facts of its map (its target, a crop, ...) and says so by keeping that key."""
+    path = preset_path(name)
+    if not path.exists():
+        return {}
+    preset = _read_toml(path)
+    base_name = preset.pop("based_on", None)
+    if base_name is None:
+        return preset
+    if base_name == OWN_MAP_DEFAULTS:
+        return _over(own_map_defaults(), {**preset, "based_on": OWN_MAP_DEFAULTS})
+    seen = _seen + (name,)
+    if base_name in seen:
+        raise ConfigError(f"preset {path.name}: based_on = {base_name!r} is a cycle")
+    if not preset_path(str(base_name)).exists():
+        raise ConfigError(f"preset {path.name}: based_on = {base_name!r} is no such preset")
+    return _over(load_preset(str(base_name), seen), preset)
+
+
+def _over(base: dict, preset: dict) -> dict:
+    """`preset` over `base`, top level and [train] table alike. A value the preset sets at its top level (frame_skip,
+    reward_scale, ...) also drops the base's [train] value of that name, which would otherwise win over it."""
+    base_train = {key: value for key, value in base.get("train", {}).items() if key not in preset}
+    return {**base, **preset, "train": {**base_train, **preset.get("train", {})}}
+
+
+
+def preset_name(config: TrainConfig) -> str:
+    return scenario_name(config.scenario, config.model_dir)
+
+
+def scenario_preset(config: TrainConfig) -> dict:
+    """The scenario's preset, or {} with --no-preset: the map is then run as a user's own .cfg would be."""
+    return load_preset(preset_name(config)) if config.preset else {}
+
+
+def preset_train_defaults(scenario: str, kind: str, preset: dict) -> tuple[dict[str, Any], str]:
+    """The preset's `[train]` table and where it comes from. Every Atari game first takes
+    `scenarios/atari.toml`'s; a ViZDoom map with no preset (a user's own, or --no-preset) takes
+    `scenarios/defaults/doom.toml`'s, the defaults measured to learn maps nobody tuned for."""
+    # The files read, the first over the others: a game's own preset, the defaults it is based on, atari.toml.
+    files = [preset_path(scenario).name] if preset else []
+    if preset and on_own_map_defaults(preset):
+        files.append("defaults/doom.toml")
+    if kind == ATARI:
+        files.append(preset_path(ATARI).name)
+    source = f"preset for {scenario} ({' over '.join(files)})"
+    defaults = load_preset(ATARI).get("train", {}) if kind == ATARI else {}
+    if kind == DOOM and not preset:
+        defaults = own_map_defaults().get("train", {})
+        source = f"{scenario} has no preset; the defaults for such maps (defaults/doom.toml)"
+    defaults = {**defaults, **preset.get("train", {})}
+    known = {f.name for f in dataclasses.fields(TrainConfig)} - {"preset"}  # a preset cannot turn itself off
+    unknown = sorted(set(defaults) - known)
+    if unknown:
+        raise ConfigError(f"{source} sets unknown options {unknown}")
+    return defaults, source
+
+
+def on_own_map_defaults(preset: dict) -> bool:
+    """No preset, or one that keeps only the facts of its map over scenarios/defaults/doom.toml."""
+    return not preset or preset.get("based_on") == OWN_MAP_DEFAULTS

@@ -1,0 +1,103 @@
+"""A checkpoint's saved config: completed once when an older doom_a3c saved it without today's fields (as it
+was trained, not today's defaults), and resumed with only the flags given again replaced.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+from typing import Any
+
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.doom.scenario_files import find_doom_scenario
+from doom_a3c.envs.scenario import DOOM, environment_kind, scenario_name
+from doom_a3c.errors import ConfigError
+from doom_a3c.run.resolve import KIND_NAMES, evaluation_for_mode, import_env_module, resolve_environment, with_precision
+
+# What configs saved before these fields existed ran: the preset, its actions, no variables of the .cfg's own,
+# one flat softmax.
+FIELDS_BEFORE_ISSUE_33 = {"preset": True, "action_set": "preset", "cfg_variables": False,
+                          "normalize_variables": False, "normalize_returns": False, "policy_heads": "flat",
+                          "action_heads": []}
+# Issue 34's: no module imported for the scenario; colour only where the config said so.
+FIELDS_BEFORE_ISSUE_34 = {"env_module": "", "color": False}
+
+
+# Saved before evaluation during training existed: such a run had none (it resumes without unless --evaluate).
+FIELDS_BEFORE_ISSUE_35 = {"evaluate": False}
+# Saved before --fine-turns existed: no half turns.
+FIELDS_BEFORE_FINE_TURNS = {"fine_turns": False}
+# Issue 53 (Atari as the best actor-critics): what a checkpoint saved before these fields existed ran with.
+FIELDS_BEFORE_ISSUE_53: dict = {"frame_stack": 1,
+                                # --optimizer rmsprop was Keras' RMSprop, rho 0.99, epsilon 0.1
+                                "rmsprop_decay": 0.99, "rmsprop_epsilon": 0.1, "rmsprop_style": "keras",
+                                "weight_init": "glorot", "activation": "elu",
+                                # issue 54: float32, no XLA
+                                "precision": "float32", "jit_compile": False}
+
+
+def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -> TrainConfig:
+    """The saved config of the run in `where`, with only the flags given now replaced."""
+    import_env_module(given.get("env_module", saved.env_module))
+    if "scenario" in given and scenario_name(given["scenario"], saved.model_dir) != scenario_name(
+            saved.scenario, saved.model_dir):
+        saved_kind, kind = environment_kind(saved.scenario), environment_kind(given["scenario"])
+        kinds = f" ({KIND_NAMES[saved_kind]} vs {KIND_NAMES[kind]})" if saved_kind != kind else ""
+        raise ConfigError(f"{where} was trained on {saved.scenario}, not {given['scenario']}{kinds}; use another "
+                          f"--model-dir for a new scenario")
+    if "scenario" in given and environment_kind(given["scenario"]) == DOOM and os.path.exists(saved.scenario_path):
+        # One name, two files (maps_a/mylevel.cfg, maps_b/mylevel.cfg): not the scenario the run was trained on.
+        _, cfg_path = find_doom_scenario(given["scenario"], saved.model_dir)
+        if not os.path.samefile(cfg_path, saved.scenario_path):
+            raise ConfigError(f"{where} was trained on {saved.scenario_path}, not {cfg_path} (another file of the "
+                              f"same name); use another --model-dir for a new scenario")
+    given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
+    fixed = [name for name in (*FIELDS_BEFORE_ISSUE_33, "color", "frame_stack")
+             if name in given and given[name] != getattr(saved, name)]
+    if "entropy_target" in given and (given["entropy_target"] > 0) != (saved.entropy_target > 0):
+        fixed.append("entropy_target")  # on or off: the checkpoint holds the entropy multiplier or not
+    if "optimizer" in given and given["optimizer"] != saved.optimizer:
+        # Keras checkpoints an optimizer's slots by position: Adam's first moments would restore silently as
+        # RMSProp's mean squares. --rmsprop-style, -decay and -epsilon may change: one mean square per weight,
+        # in the same place, whatever they are (doom_a3c/algo/optimizers.py).
+        fixed.append("optimizer")
+    if fixed:
+        # They chose the games' actions and variables, the network's input, policy heads and running statistics
+        # when the run began.
+        flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
+        raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
+    config = dataclasses.replace(saved, **given).validate()
+    config = with_precision(config, trained=None if "precision" in given else saved.precision)
+    return evaluation_for_mode(config, given)
+
+
+def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
+    """A config as a checkpoint stored it. One saved by an older doom_a3c (sentinels such as frame_skip 0,
+    "auto" clipping, no action set) is completed once from today's preset, with a warning line."""
+    data = dict(data)
+    if "no_lstm" in data:
+        data["lstm"] = not data.pop("no_lstm")
+    if isinstance(data.get("clip_rewards"), str):
+        data["clip_rewards"] = {"auto": None, "on": True, "off": False}[data["clip_rewards"]]
+    for key in ("frame_skip", "reward_scale"):
+        if not data.get(key):  # 0 meant "the preset's"
+            data[key] = None
+    if data.get("env_processes") is None:  # saved before games had child processes by default: as trained
+        data["env_processes"] = 0
+    for key, value in {**FIELDS_BEFORE_ISSUE_33, **FIELDS_BEFORE_ISSUE_34, **FIELDS_BEFORE_ISSUE_35,
+                       **FIELDS_BEFORE_FINE_TURNS, **FIELDS_BEFORE_ISSUE_53}.items():
+        data.setdefault(key, value)  # saved before they existed: as trained, not today's defaults
+    target = data.get("target_reward")
+    if isinstance(target, float) and not math.isfinite(target):
+        data["target_reward"] = None
+    config = TrainConfig.from_dict(data)
+    if config.is_resolved():
+        return config
+    config = resolve_environment(config)
+    print(f"warning: {where} was saved by an older doom_a3c without its scenario values; taken once from today's "
+          f"preset: frame skip {config.frame_skip}, reward scale {config.reward_scale}, clip rewards "
+          f"{config.clip_rewards}, {len(config.actions)} actions {json.dumps(config.actions)}", file=sys.stderr,
+          flush=True)
+    return config
