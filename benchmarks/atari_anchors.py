@@ -1,8 +1,8 @@
 #!/usr/bin/env python
-"""Our Atari curves against the published ones, at equal agent steps (issue 53's anchors).
+"""Our Atari curves against the published ones, at equal agent steps (the anchors of docs/results/atari.md).
 
     python benchmarks/atari_anchors.py --game Breakout --ours docs/curves/breakout_relu_recipe_seed0_45min.csv \
-        docs/curves/breakout_defaults_seed1_45min.csv --out docs/curves/breakout_vs_anchors.png
+        docs/curves/breakout_defaults_seed1_45min.csv --out docs/figures/breakout_vs_anchors.png
     python benchmarks/atari_anchors.py --game Pong --ours RUN_DIR/progress.csv [...] --out pong.png
 
 Every curve is put on one measure, Dopamine's: the mean score of the whole games that ended within each

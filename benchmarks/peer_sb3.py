@@ -34,7 +34,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--env-id", default="VizdoomBasic-v1")
     parser.add_argument("--algo", default="ppo", choices=["ppo", "a2c"],
-                        help="ppo: the peer of issue 4; a2c: SB3's synchronous A2C with its defaults (5-step rollouts)")
+                        help="ppo: the peer of the basic.wad comparison; a2c: SB3's synchronous A2C with its defaults "
+                             "(5-step rollouts)")
     parser.add_argument("--target-reward", type=float, default=None, help="stop once mean-100 reaches this")
     return parser.parse_args()
 
@@ -45,7 +46,8 @@ def make_env_factory(env_id: str, seed: int):
     import vizdoom.gymnasium_wrapper  # noqa: F401 - registers the Vizdoom* ids
 
     class GreyScreen(gymnasium.ObservationWrapper):
-        """The dict observation -> the screen alone, grey, 60x80 (the peer configuration of issue 4)."""
+        """The dict observation -> the screen alone, grey, 60x80 (the peer's configuration in the basic.wad
+        comparison)."""
 
         def __init__(self, env):
             super().__init__(env)

@@ -5,7 +5,7 @@
     python benchmarks/throughput.py --minutes 6 --repeats 3 --modes a3c-no-eval a3c-eval a3c-eval-1min
 
 The second measures evaluation during training's cost on basic.wad: the modes alternate within each repeat, and
-the ratio column is env steps/s with evaluation over without (docs/evaluation.md).
+the ratio column is env steps/s with evaluation over without (docs/measuring/evaluation.md).
 
 Each mode is a real `train.py` run (learning included) in a temporary folder. Reported per mode:
 environment steps per second and game frames per second (steps x frame skip) after a warm-up that
@@ -46,8 +46,9 @@ MODES = {
     "a3c-batched": A3C,
     "ga3c": ["--trainer", "ga3c"],
     "ray": ["--distributed", "ray"],
-    # Evaluation during training's cost (docs/evaluation.md): the preset without it, with its defaults (every 5
-    # minutes: runs of 6 minutes or more hold one), and every minute (5 times as often: a cost 5 times as easy to see).
+    # Evaluation during training's cost (docs/measuring/evaluation.md): the preset without it, with its defaults
+    # (every 5 minutes: runs of 6 minutes or more hold one), and every minute (5 times as often: a cost 5 times as
+    # easy to see).
     "a3c-no-eval": [*A3C, "--no-evaluate"],
     "a3c-eval": [*A3C, "--evaluate"],
     "a3c-eval-1min": [*A3C, "--evaluate", "--eval-every-minutes", "1"],

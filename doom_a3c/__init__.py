@@ -11,7 +11,7 @@ are imported on first use too, so `--help` and a bad flag answer without TF's im
 
 The package is layered (docs/design/architecture.md): the base (config, errors, quiet_import); envs/ and
 runtime/; algo/; modes/; run/; and this API with cli.py on top. A module imports only from layers below its own
-(tests/test_layers.py checks it).
+(tests/package/test_layers.py checks it).
 """
 
 __all__ = ["TrainConfig", "TrainSummary", "train", "Agent", "load_agent", "export_policy", "make_env"]

@@ -154,11 +154,11 @@ class TrainConfig:
                            "or dense torso, its dense layer and the LSTM's matrix products in bfloat16; weights, "
                            "heads, LSTM state and loss in float32, so a checkpoint is the same either way); 'auto' "
                            "picks float32 until bfloat16 is measured faster (algo/model/precision.py). bfloat16 "
-                           "needs a CPU with avx512_bf16 or amx_bf16. The config saves what ran; --resume may change it; "
-                           "play.py and --export always run float32", choices=list(PRECISIONS))
+                           "needs a CPU with avx512_bf16 or amx_bf16. The config saves what ran; --resume may change "
+                           "it; play.py and --export always run float32", choices=list(PRECISIONS))
     jit_compile: bool = _flag(False, "compile the acting step and the learning step with XLA (tf.function's "
                               "jit_compile): fewer, fused ops, but several seconds of compiling at each network's "
-                              "first steps (docs/benchmarks.md)")
+                              "first steps (docs/measuring/speed-and-memory.md)")
     # --- algorithm ---
     rollout: int = _flag(30, "environment steps per rollout before a gradient update")
     gamma: float = _flag(0.99, "discount factor")
@@ -188,7 +188,7 @@ class TrainConfig:
                                  "(TensorFlow 1's decay, Keras' rho; the A3C paper and A2C: 0.99)")
     rmsprop_epsilon: float = _flag(1e-5, "--optimizer rmsprop: added to the mean square inside the square root, "
                                    "w -= lr * g / sqrt(ms + eps) (A2C: 1e-5; --rmsprop-style keras needs a larger "
-                                   "one, such as the 0.1 it had before issue 53)")
+                                   "one, such as the 0.1 it had before the Atari recipe)")
     rmsprop_style: str = _flag("tf1", "--optimizer rmsprop: 'tf1' starts the mean square at 1, as TensorFlow 1's "
                                "RMSPropOptimizer did for the A3C paper and A2C (first updates about lr * g); 'keras' "
                                "is Keras 3's RMSprop, which starts it at 0 (first updates about 10 lr * sign(g) with "
@@ -205,7 +205,8 @@ class TrainConfig:
                              "in the policy and value heads, as the A2C and PPO Atari baselines)",
                              choices=["glorot", "orthogonal"])
     activation: str = _flag("elu", "the torso's activation: 'elu' (the seed's) or 'relu' (the Atari baselines'; on "
-                            "Breakout ELU learnt about a fifth as fast: docs/atari.md)", choices=["elu", "relu"])
+                            "Breakout ELU learnt about a fifth as fast: docs/defaults/atari-defaults.md)",
+                            choices=["elu", "relu"])
     separate_networks: bool = _flag(False, "separate actor and critic networks (seed 001): the value head gets its "
                                     "own torso and LSTM instead of sharing the policy's")
     advantage: str = _flag("gae", "advantage estimator: 'gae' (--gae-lambda; lambda 1 = the seed's discounted "
@@ -252,7 +253,8 @@ class TrainConfig:
                            "evaluation's weights in best.ckpt. A3C and GA3C; off with --distributed ray")
     eval_every_minutes: float = _flag(5.0, "minutes between evaluations. 5 with --eval-episodes 10 keeps the cost "
                                       "small: on basic.wad the evaluator's episodes are about 0.1 percent of the env "
-                                      "steps training takes in 5 minutes (docs/evaluation.md has the measurement)")
+                                      "steps training takes in 5 minutes (docs/measuring/evaluation.md has the "
+                                      "measurement)")
     eval_episodes: int = _flag(10, "episodes per evaluation (SB3's EvalCallback plays 5); each evaluation game plays "
                                "its share, so that short episodes are not favoured. min(this, --envs-per-worker) "
                                "games play them side by side")

@@ -7,7 +7,7 @@ target m sinks back to 0 and the weight is --entropy-coef itself; below it the w
 comes back. As SAC's automatic temperature (Haarnoja et al. 2018) for a discrete policy, but one-sided: a
 maze's policy that stays near uniform while it searches keeps the small fixed weight it learns best with,
 while an arena's policy that collapses onto turning and firing at once (entropy 0.22 of 1.79 within 5 minutes)
-is held open. The measurements are in docs/scenarios.md.
+is held open. The measurements are in docs/defaults/doom-defaults.md.
 
 m is one running statistic of the network (network.RunningMoments, updated as doom_a3c/algo/normalization.py's are), so
 every worker reads the same weight and the checkpoint keeps it.

@@ -40,7 +40,7 @@ class LocalCopy:
     def _step(self, observations: np.ndarray, starts: np.ndarray):
         """The act graph on this batch. Its concrete function is called straight, with tensors: a tf.function
         call first matches its arguments against its traces, about 0.5 ms of Python on this machine (the GIL
-        held) for each of a rollout's 11 calls (docs/benchmarks.md)."""
+        held) for each of a rollout's 11 calls (docs/measuring/speed-and-memory.md)."""
         inputs = tf.nest.map_structure(tf.constant, network_inputs(observations))
         starts = tf.constant(starts, tf.float32)
         shapes = tuple(tuple(x.shape) for x in tf.nest.flatten(inputs))
@@ -66,8 +66,8 @@ class LocalCopy:
     def sync(self, global_variables) -> None:
         """Take the global network's weights (threads: the global network is in this process). The copy is
         compiled with the variables bound in, not passed: a list of variables passed to a tf.function costs
-        several ms of Python a call to match against the trace, bound a tenth of that (docs/benchmarks.md),
-        and that Python holds the GIL the other worker needs."""
+        several ms of Python a call to match against the trace, bound a tenth of that
+        (docs/measuring/speed-and-memory.md), and that Python holds the GIL the other worker needs."""
         sources = list(global_variables)
         if [id(v) for v in sources] != [id(v) for v in self._synced_from]:
             self._synced_from = sources

@@ -6,8 +6,8 @@ DreamerV3's floor of 1 (--return-scale-floor, 1 by default) keeps small returns 
 maze) as they are, while a reward of 1,000 an episode is brought down to the same size as one of 1. A map with
 no preset runs with a floor of 0.01 (scenarios/defaults/doom.toml): there a maze's returns, spanning S = 0.05,
 are scaled up to the size of a corridor's, spanning 354, and one entropy weight fits both (the weights their
-hand-tuned presets found are 0.014-0.019 in units of S; docs/scenarios.md). Percentiles rather than a standard
-deviation, because a few rare large returns (the one episode that reached the armour) should not shrink every
+hand-tuned presets found are 0.014-0.019 in units of S; docs/defaults/doom-defaults.md). Percentiles rather than a
+standard deviation, because a few rare large returns (the one episode that reached the armour) should not shrink every
 other signal.
 
 The critic is put in the same units (a choice, documented here): the network's value output is S times its

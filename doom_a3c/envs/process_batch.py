@@ -80,7 +80,7 @@ class ProcessEnvBatch:
     slices), so that their emulation runs outside the trainer's GIL and a game that stops answering can be
     abandoned. ale-py holds the GIL while it emulates, which stalls every other worker thread's Python; a child
     process has a GIL of its own; and a ViZDoom engine that dies holding its message queue's lock blocks the
-    thread that waits on it for good (docs/faults.md): in a child, that thread can be killed.
+    thread that waits on it for good (docs/guide/faults.md): in a child, that thread can be killed.
 
     A step sends every child its slice's actions first and then collects the answers, so the children step
     side by side. Children are forked (the trainer's modules are already loaded); they build their games from

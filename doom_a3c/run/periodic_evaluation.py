@@ -9,9 +9,9 @@ waits until the coordinator has handled it. The copy therefore still holds exact
 coordinator saves it as best.ckpt, whatever the global network has learnt since.
 
 The games, built at the first evaluation, are made as training's (make_env_batch: ViZDoom's in child processes
-under the --game-timeout watchdog, a crashed game restarted), seeded apart from training's and play.py's. A restarted game's unfinished
-episode is dropped and the game plays another. `abort` (Ctrl-C, SIGTERM, a failed run) ends an evaluation within
-a step, or within the watchdog's poll when a game does not answer.
+under the --game-timeout watchdog, a crashed game restarted), seeded apart from training's and play.py's. A
+restarted game's unfinished episode is dropped and the game plays another. `abort` (Ctrl-C, SIGTERM, a failed
+run) ends an evaluation within a step, or within the watchdog's poll when a game does not answer.
 """
 from __future__ import annotations
 

@@ -75,8 +75,8 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         "reward_scale": config.reward_scale or float(preset.get("reward_scale", reward_scale)),
         "clip_rewards": config.clip_rewards if config.clip_rewards is not None
         else bool(preset.get("clip_rewards", clip_rewards)),
-        # ViZDoom's games run in child processes, where the watchdog can kill a stalled engine (docs/faults.md);
-        # as fast as games in this process (docs/benchmarks.md, "Games in child processes").
+        # ViZDoom's games run in child processes, where the watchdog can kill a stalled engine (docs/guide/faults.md);
+        # as fast as games in this process (docs/measuring/speed-and-memory.md#games-in-child-processes).
         "env_processes": config.env_processes if config.env_processes is not None
         # An image env is as likely an engine that can stall (ViZDoom's own ids) or hold the GIL (an emulator).
         else DOOM_GAME_PROCESSES if kind in GAMES_IN_PROCESSES else 0,

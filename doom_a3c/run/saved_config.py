@@ -16,26 +16,27 @@ from doom_a3c.envs.scenario import DOOM, environment_kind, scenario_name
 from doom_a3c.errors import ConfigError
 from doom_a3c.run.resolve import KIND_NAMES, evaluation_for_mode, import_env_module, resolve_environment, with_precision
 
-# What configs saved before these fields existed ran: the preset, its actions, no variables of the .cfg's own,
-# one flat softmax.
-FIELDS_BEFORE_ISSUE_33 = {"preset": True, "action_set": "preset", "cfg_variables": False,
-                          "normalize_variables": False, "normalize_returns": False, "policy_heads": "flat",
-                          "action_heads": []}
-# Issue 34's: no module imported for the scenario; colour only where the config said so.
-FIELDS_BEFORE_ISSUE_34 = {"env_module": "", "color": False}
+# What configs saved before action sets and a map's own defaults existed ran: the preset, its actions, no variables
+# of the .cfg's own, one flat softmax.
+FIELDS_BEFORE_ACTION_SETS = {"preset": True, "action_set": "preset", "cfg_variables": False,
+                             "normalize_variables": False, "normalize_returns": False, "policy_heads": "flat",
+                             "action_heads": []}
+# Saved before image envs: no module imported for the scenario; colour only where the config said so.
+FIELDS_BEFORE_IMAGE_ENVS = {"env_module": "", "color": False}
 
 
 # Saved before evaluation during training existed: such a run had none (it resumes without unless --evaluate).
-FIELDS_BEFORE_ISSUE_35 = {"evaluate": False}
+FIELDS_BEFORE_EVALUATION = {"evaluate": False}
 # Saved before --fine-turns existed: no half turns.
 FIELDS_BEFORE_FINE_TURNS = {"fine_turns": False}
-# Issue 53 (Atari as the best actor-critics): what a checkpoint saved before these fields existed ran with.
-FIELDS_BEFORE_ISSUE_53: dict = {"frame_stack": 1,
-                                # --optimizer rmsprop was Keras' RMSprop, rho 0.99, epsilon 0.1
-                                "rmsprop_decay": 0.99, "rmsprop_epsilon": 0.1, "rmsprop_style": "keras",
-                                "weight_init": "glorot", "activation": "elu",
-                                # issue 54: float32, no XLA
-                                "precision": "float32", "jit_compile": False}
+# Saved before the Atari recipe's fields (frame stack, RMSProp's style, initialisation, activation, precision): what
+# such a checkpoint ran with.
+FIELDS_BEFORE_ATARI_RECIPE: dict = {"frame_stack": 1,
+                                    # --optimizer rmsprop was Keras' RMSprop, rho 0.99, epsilon 0.1
+                                    "rmsprop_decay": 0.99, "rmsprop_epsilon": 0.1, "rmsprop_style": "keras",
+                                    "weight_init": "glorot", "activation": "elu",
+                                    # before --precision and --jit-compile: float32, no XLA
+                                    "precision": "float32", "jit_compile": False}
 
 
 def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -> TrainConfig:
@@ -54,7 +55,7 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
             raise ConfigError(f"{where} was trained on {saved.scenario_path}, not {cfg_path} (another file of the "
                               f"same name); use another --model-dir for a new scenario")
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
-    fixed = [name for name in (*FIELDS_BEFORE_ISSUE_33, "color", "frame_stack")
+    fixed = [name for name in (*FIELDS_BEFORE_ACTION_SETS, "color", "frame_stack")
              if name in given and given[name] != getattr(saved, name)]
     if "entropy_target" in given and (given["entropy_target"] > 0) != (saved.entropy_target > 0):
         fixed.append("entropy_target")  # on or off: the checkpoint holds the entropy multiplier or not
@@ -86,8 +87,8 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
             data[key] = None
     if data.get("env_processes") is None:  # saved before games had child processes by default: as trained
         data["env_processes"] = 0
-    for key, value in {**FIELDS_BEFORE_ISSUE_33, **FIELDS_BEFORE_ISSUE_34, **FIELDS_BEFORE_ISSUE_35,
-                       **FIELDS_BEFORE_FINE_TURNS, **FIELDS_BEFORE_ISSUE_53}.items():
+    for key, value in {**FIELDS_BEFORE_ACTION_SETS, **FIELDS_BEFORE_IMAGE_ENVS, **FIELDS_BEFORE_EVALUATION,
+                       **FIELDS_BEFORE_FINE_TURNS, **FIELDS_BEFORE_ATARI_RECIPE}.items():
         data.setdefault(key, value)  # saved before they existed: as trained, not today's defaults
     target = data.get("target_reward")
     if isinstance(target, float) and not math.isfinite(target):

@@ -65,7 +65,7 @@ class ActorCritic(keras.Model):
     `factorised_heads` makes the policy layer output every head's logits and the policy output their joint
     log-probabilities over the `num_actions` actions (the layer keeps its name: "policy").
     `precision` "bfloat16": the torso and LSTM in mixed precision (module docstring); the same weights.
-    `activation` is the torso's: the seed's "elu" or "relu" (Atari's default: docs/atari.md says why).
+    `activation` is the torso's: the seed's "elu" or "relu" (Atari's default: docs/defaults/atari-defaults.md says why).
     """
 
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",

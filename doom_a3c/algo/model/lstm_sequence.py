@@ -1,11 +1,11 @@
 """A Keras LSTMCell run over a whole rollout [T, B, ...], with its backward pass written out by hand.
 
-The same numbers as calling the cell T times (tests/test_lstm_sequence.py checks outputs and every gradient against
+The same numbers as calling the cell T times (tests/algo/test_lstm_sequence.py checks outputs and every gradient against
 TensorFlow's own differentiation of that loop), in about half the CPU time on this machine's 2 cores: the rollout's
 input projection is one matmul, and in the backward pass the weights' gradients are one matmul each over all T
 steps, where differentiating the loop makes T small outer products of the recurrent kernel's size and adds them up
-(docs/benchmarks.md, "The learning step, measured apart"). Episode starts inside the rollout zero the carried state, as
-`ActorCritic._core` does step by step.
+(docs/measuring/speed-and-memory.md#the-learning-step-measured-apart). Episode starts inside the rollout zero the
+carried state, as `ActorCritic._core` does step by step.
 
 A cell under Keras' mixed_bfloat16 policy (--precision bfloat16) does its matrix products here in bfloat16, forward
 and backward, and everything else in float32: the gates, the cell state, what comes in and goes out. (Keras' own cell

@@ -1,4 +1,4 @@
-"""--precision: the floating-point type the network computes in, and why (issue 54).
+"""--precision: the floating-point type the network computes in, and why.
 
 float32 everywhere, or bfloat16 mixed precision: the torso, the dense layer and the LSTM's matrix products in
 bfloat16, every weight, the heads, the LSTM state and the loss in float32 (doom_a3c/algo/model/actor_critic.py).
@@ -20,7 +20,7 @@ from doom_a3c.errors import ConfigError
 # The CPU flags of fast bfloat16 matrix products, in the order a message names them.
 BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
-# The switch of issue 54: auto picks bfloat16 on a CPU with those flags only once bfloat16 is measured to train
+# The switch: auto picks bfloat16 on a CPU with those flags only once bfloat16 is measured to train
 # faster there and to learn no worse per env step (basic.wad and ALE/Breakout-v5, on a quiet machine). Until that
 # measurement, auto runs float32 everywhere; flip this to True when it says bfloat16 pays.
 AUTO_PICKS_BFLOAT16 = False

@@ -17,11 +17,11 @@ actions, the buttons left out counted too, stay within MAX_COMBINED_ACTIONS; the
 not fit are still offered, each as an action of its own. The cap of 64 keeps deadly_corridor.cfg's 7 buttons
 whole (3 x 3 x 2 x 3 = 54 actions), where adding SPEED or USE to the product would double it; a softmax over
 a few dozen actions still learns on 2 cores (deadly_corridor's preset uses 10), one over hundreds spreads its
-exploration thin. Measured against one action per button: not yet (issue 33).
+exploration thin. Measured against one action per button: not yet.
 
 `--fine-turns` also offers each turn button of the product held for the first half of the step only
 ("TURN_LEFT/2"): a finer turn at the same frame skip. At 8 tics a held turn is 28 degrees a step, too coarse for
-the arena's aim, where the maze's search wants 8 tics (docs/scenarios.md, ninth session); a half turn is 14
+the arena's aim, where the maze's search wants 8 tics (docs/defaults/doom-defaults.md#frame-skip-6); a half turn is 14
 degrees right after a held turn and 7 from rest (Doom turns at half speed for a turn key's first tics). The half
 turns do not count against the cap: the same groups join the product as without them. A preset's `actions` may
 name such buttons too.
