@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT
+from support import running
 
 ROOT = REPO_ROOT
 
@@ -139,15 +140,6 @@ def test_sample_factory_log_gives_seconds_env_steps_and_unscaled_mean_100():
     assert result.final == pytest.approx(81.2)
     assert result.rate == pytest.approx(2048 / 10.001)
     assert peer.result_of(points, threshold=90.0).reached is None
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (a killed orphan stays a zombie until something reaps it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.slow

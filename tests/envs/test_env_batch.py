@@ -14,7 +14,7 @@ from doom_a3c.envs.interface import EnvSpec
 from doom_a3c.envs.process_batch import ProcessEnvBatch
 
 from conftest import REPO_ROOT
-from support import CountingEnv, counting_factories
+from support import CountingEnv, counting_factories, running
 
 SPEC = EnvSpec(3, (2,), 0.25, ["a", "b", "c"])
 
@@ -236,17 +236,10 @@ def test_game_processes_end_when_the_trainer_is_killed():
     pids = [int(p) for p in proc.stdout.split()]
     assert len(pids) == 4
 
-    def alive(pid):
-        try:
-            with open(f"/proc/{pid}/stat") as handle:
-                return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except OSError:
-            return False
-
     deadline = time.time() + 15
-    while any(alive(p) for p in pids) and time.time() < deadline:
+    while any(running(p) for p in pids) and time.time() < deadline:
         time.sleep(0.2)
-    assert not any(alive(p) for p in pids)
+    assert not any(running(p) for p in pids)
 
 
 # ---- the watchdog: a game process that stops answering is killed and replaced ----------------------------
@@ -274,14 +267,6 @@ def fresh_game(index, restarts):
     return StallingEnv(50 + index, length=100)
 
 
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.slow
 def test_a_game_process_that_stops_answering_is_replaced_and_its_games_reported_as_crashed():
     batch = ProcessEnvBatch(stalling_factories(4, stall_game=3), processes=2, remake=fresh_game, timeout=2.0)
@@ -299,7 +284,7 @@ def test_a_game_process_that_stops_answering_is_replaced_and_its_games_reported_
         # The slice's games are fresh ones (remade with the batch's indices), at their first observation.
         np.testing.assert_array_equal(result.observations[2:], [[52, 0], [53, 0]])
         np.testing.assert_array_equal(result.observations[:2], [[0, 3], [1, 3]])
-        assert not alive(stalled) and batch._processes[1].pid != stalled
+        assert not running(stalled) and batch._processes[1].pid != stalled
         following = batch.step(np.zeros(4, int))
         assert following.crashes.tolist() == [""] * 4
         np.testing.assert_array_equal(following.observations, [[0, 4], [1, 4], [52, 1], [53, 1]])
@@ -317,7 +302,7 @@ def test_a_stopped_game_process_is_replaced_too():
         result = batch.step(np.zeros(2, int))
         assert "did not answer" in result.crashes[0] and result.crashes[1] == ""
         np.testing.assert_array_equal(result.observations[0], [50, 0])
-        assert not alive(stopped)
+        assert not running(stopped)
     finally:
         batch.close()
 
@@ -367,7 +352,7 @@ def test_a_stopping_run_does_not_wait_for_a_stalled_game():
         started = time.monotonic()
         children = [p.pid for p in batch._processes]
         batch.close()  # the stalled child never reads "close": it is killed
-        assert time.monotonic() - started < 10.0 and not any(alive(pid) for pid in children)
+        assert time.monotonic() - started < 10.0 and not any(running(pid) for pid in children)
 
 
 def test_a_call_other_than_step_that_times_out_replaces_the_child_and_the_next_step_reports_it():

@@ -12,7 +12,6 @@ import json
 import os
 import sys
 
-
 if __name__ == "__main__":  # run as a script: the package and tests/support.py from the checkout
     sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
 
