@@ -30,7 +30,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.run.summaries import read_progress
+from doom_a3c.run.summaries import read_progress  # noqa: E402
 
 WINDOW = 250_000  # agent steps: one Dopamine iteration
 

@@ -36,7 +36,7 @@ sys.path.insert(0, ROOT)
 from benchmarks.atari_anchors import ANCHOR_CURVES, WINDOW, at_mark, window_means  # noqa: E402
 from benchmarks.learn_scenarios import random_policy_score  # noqa: E402
 from benchmarks.trainer_child import run_trainer  # noqa: E402
-from doom_a3c.run.summaries import moving_mean, read_progress
+from doom_a3c.run.summaries import moving_mean, read_progress  # noqa: E402
 
 
 MILESTONES = (1_000_000, 2_500_000, 5_000_000)  # agent steps

@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.trainer_child import run_trainer_checked  # noqa: E402
-from doom_a3c.run.summaries import moving_mean, read_progress
+from doom_a3c.run.summaries import moving_mean, read_progress  # noqa: E402
 
 
 def first_reached(rows: list[dict[str, float]], means: np.ndarray, threshold: float, window: int = 100):

@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.trainer_child import run_trainer_checked  # noqa: E402
-from doom_a3c.run.summaries import read_progress
+from doom_a3c.run.summaries import read_progress  # noqa: E402
 
 
 def first_time_at_mean(rows: list[dict[str, float]], threshold: float, window: int = 100) -> tuple[float | None, int | None]:

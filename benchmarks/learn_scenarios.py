@@ -42,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.trainer_child import TrainerStopped, run_trainer_checked  # noqa: E402
-from doom_a3c.run.summaries import moving_mean, read_progress
+from doom_a3c.run.summaries import moving_mean, read_progress  # noqa: E402
 
 COLUMNS = ["scenario", "seed", "env_steps", "final_mean100", "best_mean100", "target", "minutes_to_target",
            "steps_per_s", "random_policy", "preset", "source"]

@@ -50,7 +50,7 @@ from learn_basic import Result, headline, summarize  # noqa: E402
 from learn_scenarios import scenario_label  # noqa: E402
 
 sys.path.insert(0, ROOT)
-from doom_a3c.run.summaries import moving_mean, read_progress
+from doom_a3c.run.summaries import moving_mean, read_progress  # noqa: E402
 
 FRAME_SKIP = 4  # its envs' env_frameskip: Sample Factory counts frames, we count agent steps
 REWARD_SCALE = 0.01  # doom_basic's reward_scaling: its log shows scaled scores

@@ -36,7 +36,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.run.summaries import read_progress
+from doom_a3c.run.summaries import read_progress  # noqa: E402
 
 SAMPLE_SECONDS = 2.0
 LEFTOVER_GRACE_SECONDS = 10.0

@@ -33,7 +33,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from doom_a3c.run.summaries import read_progress
+from doom_a3c.run.summaries import read_progress  # noqa: E402
 
 # name -> train.py flags. "a3c-batched" is the scenario's preset (basic.wad: A3C, 42x42 frames x 8 games per
 # worker, 10-step rollouts), "ga3c" the same with the GA3C trainer; every mode names its trainer, whatever a preset says;

@@ -18,10 +18,10 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/tools/ is two below
 sys.path.insert(0, ROOT)
 
-from doom_a3c.config import TrainConfig
-from doom_a3c.envs.factory import make_environment
-from doom_a3c.envs.gym.registry import registered_atari_ids
-from doom_a3c.run.resolve import resolve_environment
+from doom_a3c.config import TrainConfig  # noqa: E402
+from doom_a3c.envs.factory import make_environment  # noqa: E402
+from doom_a3c.envs.gym.registry import registered_atari_ids  # noqa: E402
+from doom_a3c.run.resolve import resolve_environment  # noqa: E402
 
 
 def play_random(env_id: str, steps: int, seed: int = 0) -> str:

@@ -49,11 +49,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 from benchmarks.throughput import run_mode  # noqa: E402
-from doom_a3c.modes.a3c import a3c_workers
-from doom_a3c.modes.build import build_thread_run
-from doom_a3c.errors import ConfigError
-from doom_a3c.config import TrainConfig, build_parser, given_values
-from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.modes.a3c import a3c_workers  # noqa: E402
+from doom_a3c.modes.build import build_thread_run  # noqa: E402
+from doom_a3c.errors import ConfigError  # noqa: E402
+from doom_a3c.config import TrainConfig, build_parser, given_values  # noqa: E402
+from doom_a3c.run.resolve import resolve_new_run  # noqa: E402
 
 PARTS = ("emulator", "preprocessing", "forward pass", "learning", "other")
 

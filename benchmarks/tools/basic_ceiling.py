@@ -22,9 +22,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/tools/ is two below
 sys.path.insert(0, ROOT)
 
-from doom_a3c.envs.doom.game import button_names, button_vector
-from doom_a3c.envs.doom.scenario_files import find_doom_scenario
-from doom_a3c.run.summaries import moving_mean
+from doom_a3c.envs.doom.game import button_names, button_vector  # noqa: E402
+from doom_a3c.envs.doom.scenario_files import find_doom_scenario  # noqa: E402
+from doom_a3c.run.summaries import moving_mean  # noqa: E402
 
 LEFT, RIGHT, ATTACK = "MOVE_LEFT", "MOVE_RIGHT", "ATTACK"
 

@@ -22,9 +22,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/tools/ is two below
 sys.path.insert(0, ROOT)
 
-from doom_a3c.config import TrainConfig
-from doom_a3c.envs.factory import make_environment
-from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.config import TrainConfig  # noqa: E402
+from doom_a3c.envs.factory import make_environment  # noqa: E402
+from doom_a3c.run.resolve import resolve_new_run  # noqa: E402
 
 from benchmarks.throughput import children_by_parent  # noqa: E402
 

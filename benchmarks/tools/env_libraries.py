@@ -30,11 +30,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from doom_a3c.envs.batch import EnvBatch
-from doom_a3c.envs.factory import make_environment
-from doom_a3c.envs.interface import preprocess_frame
+from doom_a3c.envs.batch import EnvBatch  # noqa: E402
+from doom_a3c.envs.factory import make_environment  # noqa: E402
+from doom_a3c.envs.interface import preprocess_frame  # noqa: E402
 from soak import family, process_table  # noqa: E402
-from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.run.resolve import resolve_new_run  # noqa: E402
 
 GYM_IDS = {"basic": "VizdoomBasic-v1", "defend_the_center": "VizdoomDefendCenter-v1",
            "health_gathering": "VizdoomHealthGathering-v1"}

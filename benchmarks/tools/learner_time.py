@@ -32,8 +32,8 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
-from doom_a3c.config import TrainConfig, build_parser, given_values
-from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.config import TrainConfig, build_parser, given_values  # noqa: E402
+from doom_a3c.run.resolve import resolve_new_run  # noqa: E402
 
 PARTS = ("act", "gradient", "apply", "sync")
 WARMUP_CALLS = 3

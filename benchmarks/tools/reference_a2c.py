@@ -30,13 +30,13 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/tools/ is two below
 sys.path.insert(0, ROOT)
 
-from doom_a3c.config import TrainConfig
-from doom_a3c.envs.factory import make_env_batch
-from doom_a3c.algo.learner import GlobalLearner, GradientStep
-from doom_a3c.algo.model.actor_critic import LSTMState, build_actor_critic
-from doom_a3c.quiet_import import keras, tf
-from doom_a3c.run.resolve import resolve_new_run
-from doom_a3c.algo.rollout import Rollout
+from doom_a3c.config import TrainConfig  # noqa: E402
+from doom_a3c.envs.factory import make_env_batch  # noqa: E402
+from doom_a3c.algo.learner import GlobalLearner, GradientStep  # noqa: E402
+from doom_a3c.algo.model.actor_critic import LSTMState, build_actor_critic  # noqa: E402
+from doom_a3c.quiet_import import keras, tf  # noqa: E402
+from doom_a3c.run.resolve import resolve_new_run  # noqa: E402
+from doom_a3c.algo.rollout import Rollout  # noqa: E402
 
 STACK, REPORT_EVERY = 4, 50_000
 
