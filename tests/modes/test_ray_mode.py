@@ -359,3 +359,14 @@ def test_ray_run_survives_a_killed_worker_plays_and_resumes_across_modes(tmp_pat
     final = check_consistent(model_dir, final_rows)
     assert final["env_steps"] >= target and final["updates"] > threaded_counters["updates"]
     assert json.loads((model_dir / "config.json").read_text())["distributed"] == "ray"
+
+
+def test_the_cluster_is_shipped_the_checkout_that_holds_the_package():
+    """Ray's working_dir is the folder above doom_a3c/ (three folders above modes/ray/session.py), and what it
+    keeps of that folder is the package: a wrong depth would ship a folder without it, and workers elsewhere would
+    fail to import doom_a3c."""
+    from doom_a3c.modes.ray.session import REPO_ROOT as SHIPPED_ROOT, SHIPPED_TO_CLUSTER
+
+    assert os.path.samefile(SHIPPED_ROOT, REPO_ROOT)
+    assert SHIPPED_TO_CLUSTER == ("doom_a3c",)
+    assert os.path.isfile(os.path.join(SHIPPED_ROOT, "doom_a3c", "modes", "ray", "session.py"))

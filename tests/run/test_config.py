@@ -451,3 +451,15 @@ def test_basic_variants_resolve_to_basics_recipe(tmp_path, monkeypatch):
                 "bootstrap_timeout")
         assert [getattr(variant, f) for f in same] == [getattr(basic, f) for f in same], name
         assert variant.scenario_path.endswith(f"{name}.cfg")
+
+
+def test_a_run_names_the_preset_files_it_read(capsys, tmp_path):
+    """Regression: an Atari game without a preset of its own named one ("ALE_Breakout-v5.toml") while it ran
+    atari.toml; each file named must be one that exists and was read, a game's own over atari.toml."""
+    from doom_a3c.run.presets import PRESETS_DIR
+
+    for scenario, files in (("ALE/Breakout-v5", "atari.toml"), ("ALE/Pong-v5", "ALE_Pong-v5.toml over atari.toml"),
+                            ("my_way_home", "my_way_home.toml over defaults/doom.toml"), ("basic", "basic.toml")):
+        resolve_new_run({"scenario": scenario, "model_dir": str(tmp_path)})
+        assert f"preset for {scenario} ({files}): " in capsys.readouterr().out
+        assert all((PRESETS_DIR / name).is_file() for name in files.split(" over "))
