@@ -18,10 +18,8 @@ def one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
 
 
-
 class CheckpointError(RuntimeError):
     """A checkpoint that is missing, corrupt, or made for something else: a one-line user error."""
-
 
 
 class Stopped(Exception):
@@ -31,4 +29,4 @@ class Stopped(Exception):
 
 class GameProcessLost(RuntimeError):
     """A game process died, or did not answer within the watchdog's bound (a stalled or deadlocked engine): it was
-    killed and replaced with all its games (env_batch.ProcessEnvBatch)."""
+    killed and replaced with all its games (envs/process_batch.py)."""

@@ -27,9 +27,8 @@ from doom_a3c.runtime.state import RunState
 
 from conftest import REPO_ROOT
 
+# ---- the learning core's fakes: still games, small configs, rollouts with an episode end inside ----------------
 SHAPE = (20, 20, 1)
-
-
 STEPS, GAMES = 6, 3
 
 
@@ -88,7 +87,6 @@ def spec() -> EnvSpec:
     return EnvSpec(3, SHAPE, 0.1, ["a", "b", "c"])
 
 
-
 def tiny_config(tmp_path, **overrides) -> TrainConfig:
     values = dict(scenario="fake", env_kind="doom", scenario_path="fake.cfg", actions=[["a"], ["b"], ["c"]],
                   frame_skip=1, reward_scale=1.0, clip_rewards=False, frame_size=SHAPE[0], hidden_size=16,
@@ -115,7 +113,7 @@ def variable_rollout(scale: float = 1.0, seed: int = 7) -> Rollout:
                    end_values=np.zeros((STEPS, GAMES), np.float32))
 
 
-
+# ---- a tiny pixel task every mode learns: the bright half of the screen says which action pays -----------------
 BRIGHT_SHAPE = (84, 84, 1)
 
 
@@ -178,7 +176,7 @@ def fake_thread_run(config: TrainConfig, game_lists) -> ThreadRun:
     return ThreadRun(config, batches, spec, build_global(config, spec, counters=run.counters), run)
 
 
-
+# ---- a rollout of vector observations with given rewards, ends and values --------------------------------------
 VECTOR_SHAPE = (4,)
 
 
@@ -191,7 +189,7 @@ def fake_rollout(rewards, dones, values, bootstrap):
                    np.zeros((steps, batch), np.float32))
 
 
-
+# ---- games that count their steps, for batches in threads and child processes ----------------------------------
 class CountingEnv:
     """Observation = [env id, step in episode]; reward = the action; the episode ends after `length` steps."""
 
@@ -230,7 +228,7 @@ def counting_factories(count=5, fail_at=None):
             for i in range(count)]
 
 
-
+# ---- train.py and play.py as a user runs them ------------------------------------------------------------------
 def run(script, *args, timeout=600):
     """Run train.py/play.py like a user would, from the repo root, without the test's TF log setting."""
     env = dict(os.environ)
@@ -303,7 +301,7 @@ def strict_json(text):
     return json.loads(text, parse_constant=refuse)
 
 
-
+# ---- processes: engines under a trainer, alive or not, a trainer started for a fault test -----------------------
 def load_soak():
     """benchmarks/soak.py, whose process-table helpers the tests share (the soak counts leftovers the same way)."""
     spec = importlib.util.spec_from_file_location("soak", os.path.join(REPO_ROOT, "benchmarks", "soak.py"))

@@ -9,8 +9,8 @@ maze's policy that stays near uniform while it searches keeps the small fixed we
 while an arena's policy that collapses onto turning and firing at once (entropy 0.22 of 1.79 within 5 minutes)
 is held open. The measurements are in docs/defaults/doom-defaults.md.
 
-m is one running statistic of the network (network.RunningMoments, updated as doom_a3c/algo/normalization.py's are), so
-every worker reads the same weight and the checkpoint keeps it.
+m is one running statistic of the network (a RunningMoments layer, updated as doom_a3c/algo/normalization.py's
+are), so every worker reads the same weight and the checkpoint keeps it.
 """
 from __future__ import annotations
 

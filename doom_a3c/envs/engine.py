@@ -36,7 +36,6 @@ def leash_engine(game, vizdoom_module) -> None:
     game.set_vizdoom_path(str(ENGINE_LEASH))
 
 
-
 def descendants(pid: int) -> list[int]:
     """The running processes under `pid` (a game process's engines), from one scan of /proc."""
     children: dict[int, list[int]] = {}

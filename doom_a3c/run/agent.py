@@ -100,7 +100,6 @@ def load_agent(path: str, greedy: bool = False, seed: int = 0) -> Agent:
     return Agent(net, config, spec, prefix, int(saved.counters["env_steps"]), greedy, seed)
 
 
-
 def make_env(config: TrainConfig, seed: int = 0, render_mode: str | None = "rgb_array") -> GameEnv:
     """A gymnasium env of `config`'s game, exactly as a run with this config trains on it. A config made in Python
     (`TrainConfig(scenario="ALE/Pong-v5")`) is first completed as `train` would complete it (ConfigError for a bad

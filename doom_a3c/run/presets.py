@@ -74,7 +74,6 @@ def _over(base: dict, preset: dict) -> dict:
     return {**base, **preset, "train": {**base_train, **preset.get("train", {})}}
 
 
-
 def preset_name(config: TrainConfig) -> str:
     return scenario_name(config.scenario, config.model_dir)
 

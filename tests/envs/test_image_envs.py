@@ -146,7 +146,7 @@ def test_vizdoom_gymnasium_id_trains_and_plays_without_env_module(tmp_path):
 
 def test_no_engine_of_a_vizdoom_gymnasium_id_outlives_a_trainer_killed_with_kill_9(tmp_path):
     """gymnasium's ViZDoom env starts its engine itself, which outlives a killed Python (checked by hand); ours
-    start it through engine_leash.sh (gym_envs._leash_vizdoom_engine)."""
+    start it through engine_leash.sh (envs/gym/games.py, _leash_vizdoom_engine)."""
     log, errors = open(tmp_path / "train.log", "w"), open(tmp_path / "stderr.log", "w")
     proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"),
                              *train_args(tmp_path, "VizdoomBasic-v1", "--frame-skip", 4, "--max-minutes", 3,
