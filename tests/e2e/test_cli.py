@@ -12,14 +12,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import imageio.v3 as iio
 import numpy as np
 import pytest
 
 from conftest import REPO_ROOT
-from support import assert_one_line_error, read_rows, run, run_in_process, saved_run, snapshot, strict_json
+from support import assert_one_line_error, read_rows, run, run_in_process, saved_run, snapshot, strict_json, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -396,15 +395,6 @@ def start_training(model_dir, frames_dir, *extra):
                             cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_for(predicate, seconds=180):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.5)
-    return False
-
-
 def has_episodes(model_dir, count: int) -> bool:
     progress = model_dir / "progress.csv"
     return progress.exists() and len(read_rows(progress)) >= count
@@ -420,7 +410,7 @@ def test_sigterm_stops_cleanly_with_a_final_checkpoint(tmp_path):
     model_dir = tmp_path / "run"
     proc = start_training(model_dir, tmp_path / "frames", "--save-every-minutes", "60", "--save-every-episodes", "0")
     try:
-        assert wait_for(lambda: has_episodes(model_dir, 5)), "training never produced episodes"
+        assert wait_for(lambda: has_episodes(model_dir, 5), seconds=180), "training never produced episodes"
         stdout, stderr = stop_with_sigterm(proc)
     finally:
         proc.kill()
@@ -449,7 +439,7 @@ def test_games_in_child_processes_learn_save_and_stop_with_the_trainer(tmp_path)
     proc = start_training(model_dir, tmp_path / "frames", "--env-processes", "2", "--workers", "2",
                           "--envs-per-worker", "4")
     try:
-        assert wait_for(lambda: has_episodes(model_dir, 5)), "training never produced episodes"
+        assert wait_for(lambda: has_episodes(model_dir, 5), seconds=180), "training never produced episodes"
         game_processes = [p for p in _children(proc.pid) if "train.py" in open(f"/proc/{p}/cmdline").read()]
         engines = [e for p in game_processes for e in _children(p)]
         assert len(game_processes) == 4 and len(engines) == 8  # 2 workers x 2 processes, each with 2 engines
@@ -475,7 +465,8 @@ def test_kill_9_then_resume(tmp_path):
                              "--no-evaluate"],
                             cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        assert wait_for(lambda: len(list(model_dir.glob("ckpt-*.index"))) >= 2), "no periodic checkpoint appeared"
+        assert wait_for(lambda: len(list(model_dir.glob("ckpt-*.index"))) >= 2, seconds=180), \
+            "no periodic checkpoint appeared"
         proc.kill()  # SIGKILL: no handler runs, whatever was being written is cut short
         proc.wait(timeout=60)
     finally:

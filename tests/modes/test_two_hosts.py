@@ -18,6 +18,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT
+from support import wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -75,15 +76,6 @@ def episodes_logged(model_dir):
         return []
     with open(path, newline="") as handle:
         return list(csv.DictReader(handle))
-
-
-def wait_for(predicate, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(1)
-    return False
 
 
 def test_training_on_two_hosts_survives_the_worker_host(tmp_path):
