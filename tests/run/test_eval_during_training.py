@@ -185,12 +185,15 @@ def test_a_run_writes_eval_rows_at_the_interval_and_a_best_checkpoint_that_plays
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = read_progress(str(model / "eval.csv"))
     assert len(rows) >= 3 and all(r["episodes"] == 4 for r in rows), rows
-    final_steps = read_checkpoint(str(model / "last.ckpt")).counters["env_steps"]
+    last = read_checkpoint(str(model / "last.ckpt"))
+    final_steps = last.counters["env_steps"]
+    one_round = last.config["workers"] * last.config["envs_per_worker"] * last.config["rollout"]
     periodic = [r["wall_s"] for r in rows[:-1]]  # the last is the run's end
     # Never more often than the interval; later than it on a loaded machine (an evaluation that outlasts the
     # interval is followed by the next one due), so no upper bound.
     assert all(np.diff(periodic) >= 2.5), periodic
-    assert rows[-1]["env_steps"] == final_steps  # the final weights
+    # The final weights, or a periodic evaluation's within one round of updates of the end (then no final one).
+    assert 0 <= final_steps - rows[-1]["env_steps"] <= one_round, (rows[-1], final_steps, one_round)
     best_row = max(rows, key=lambda r: r["mean"])  # the first of equals: a tie keeps the older
     assert best_evaluation_mean(str(model)) == pytest.approx(best_row["mean"])
     assert read_checkpoint(str(model / "best.ckpt")).counters["env_steps"] == best_row["env_steps"]
