@@ -132,6 +132,11 @@ class TrainConfig:
                                       "process's GIL (ale-py holds it while it emulates), where a game that stops "
                                       "answering can be killed and replaced (--game-timeout) (default: the preset's; "
                                       "ViZDoom 2, gymnasium 0)")
+    ale_vector: bool | None = _flag(None, "Atari: each worker's games run in ale-py's own vector env (emulation, "
+                                    "max-pooling, resizing and frame stack in C++ threads outside the GIL, "
+                                    "--env-threads of them a worker); --no-ale-vector: one gymnasium env a game, "
+                                    "the path of runs trained before it (default: on, for every id the vector env "
+                                    "can run)")
     game_timeout: float = _flag(30.0, "watchdog: a game process whose call (start, step, reset, close) has not "
                                 "returned within this many seconds is killed with its engines and replaced, its "
                                 "games' unfinished episodes dropped, as for a crashed game (with --env-processes > 0; "
@@ -343,7 +348,7 @@ class TrainConfig:
         """True once the scenario's values are filled in (doom_a3c/run/resolve.py): nothing left to look up."""
         return (self.env_kind in ENV_KINDS and bool(self.scenario_path) and bool(self.actions)
                 and all(getattr(self, name) is not None for name in ("frame_skip", "reward_scale", "clip_rewards",
-                                                                 "env_processes")))
+                                                                 "env_processes", "ale_vector")))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -43,7 +43,8 @@ STACK, REPORT_EVERY = 4, 50_000
 
 def recipe_config(env_id: str, games: int, seed: int, activation: str) -> TrainConfig:
     """The trainer's resolved config for RLlib's recipe: what --network ours and --learner ours run with."""
-    return resolve_new_run({"scenario": env_id, "seed": seed, "envs_per_worker": games, "env_processes": 2,
+    return resolve_new_run({"scenario": env_id, "seed": seed, "envs_per_worker": games,
+                            "env_processes": 2, "ale_vector": False,
                             "lstm": False, "frame_stack": STACK, "learning_rate": 7e-4, "gae_lambda": 1.0,
                             "frame_norm": "scale", "activation": activation, "model_dir": "unused"})
 

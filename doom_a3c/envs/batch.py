@@ -221,3 +221,48 @@ def crash_step(observations: np.ndarray, why: str) -> BatchStep:
     count = len(observations)
     return BatchStep(observations, np.zeros(count, np.float32), np.ones(count, bool), np.zeros(count, bool),
                      np.zeros(count, np.float32), np.full(count, why, object), np.zeros(count, bool), None)
+
+
+class JoinedBatch:
+    """Batches side by side as one: game i of the whole is game i - offset of the part that holds it. A run that
+    records GIFs from an Atari worker's game 0 plays that game on the one-game path (a colour screen) beside the
+    rest in ale-py's vector env (doom_a3c/envs/factory.py)."""
+
+    def __init__(self, parts: Sequence[GameBatch]):
+        self.parts = list(parts)
+        self.spec = self.parts[0].spec
+        self._starts = np.cumsum([0] + [len(part) for part in self.parts])
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def _part(self, index: int) -> tuple[GameBatch, int]:
+        k = int(np.searchsorted(self._starts, index, side="right")) - 1
+        return self.parts[k], index - int(self._starts[k])
+
+    def reset(self) -> np.ndarray:
+        return np.concatenate([part.reset() for part in self.parts])
+
+    def take_start_failures(self) -> list[tuple[int, str]]:
+        return [(int(start) + i, why) for part, start in zip(self.parts, self._starts)
+                for i, why in part.take_start_failures()]
+
+    def step(self, actions: np.ndarray) -> BatchStep:
+        return concatenate_steps([part.step(actions[a:b]) for part, a, b
+                                  in zip(self.parts, self._starts[:-1], self._starts[1:])])
+
+    def screen(self, index: int = 0) -> np.ndarray:
+        part, i = self._part(index)
+        return part.screen(i)
+
+    def record_tics(self, index: int, on: bool) -> float:
+        part, i = self._part(index)
+        return part.record_tics(i, on)
+
+    def step_screens(self, index: int) -> list[np.ndarray]:
+        part, i = self._part(index)
+        return part.step_screens(i)
+
+    def close(self) -> None:
+        for part in self.parts:
+            part.close()

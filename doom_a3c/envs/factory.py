@@ -8,7 +8,7 @@ import threading
 from typing import Sequence
 
 from doom_a3c.config import TrainConfig
-from doom_a3c.envs.batch import RESTART_SEED_STRIDE, EnvBatch, GameBatch
+from doom_a3c.envs.batch import RESTART_SEED_STRIDE, EnvBatch, GameBatch, JoinedBatch
 from doom_a3c.envs.frame_stack import stack_frames
 from doom_a3c.envs.interface import Environment
 from doom_a3c.envs.process_batch import ProcessEnvBatch
@@ -33,10 +33,24 @@ def _remade(config: TrainConfig, seeds: Sequence[int], index: int, restarts: int
     return make_environment(config, seed=seeds[index] + RESTART_SEED_STRIDE * restarts)
 
 
-def make_env_batch(config: TrainConfig, seeds: Sequence[int], stop: threading.Event | None = None) -> GameBatch:
-    """One worker's games: built and stepped here by --env-threads threads, or with --env-processes P built
-    and stepped in P child processes under the --game-timeout watchdog (`stop`: the run's stop flag, which ends
-    any wait for them). A game that fails is restarted unless --max-game-restarts is 0."""
+def make_env_batch(config: TrainConfig, seeds: Sequence[int], stop: threading.Event | None = None,
+                   recorded: bool = False) -> GameBatch:
+    """One worker's games: an Atari run's in ale-py's vector env (--ale-vector; `recorded`: game 0's screens make
+    GIFs, so it plays on the one-game path, which has them); else built and stepped here by --env-threads threads,
+    or with --env-processes P built and stepped in P child processes under the --game-timeout watchdog (`stop`:
+    the run's stop flag, which ends any wait for them). A game that fails is restarted unless --max-game-restarts
+    is 0."""
+    if config.ale_vector:
+        from doom_a3c.envs.ale_vector_batch import AleVectorBatch
+
+        def vector(part: Sequence[int]) -> AleVectorBatch:
+            return AleVectorBatch(config.scenario_path, list(part), config.frame_skip, config.frame_size,
+                                  config.frame_stack or 1, threads=config.env_threads)
+
+        if not recorded:
+            return vector(seeds)
+        first = EnvBatch([make_environment(config, seed=seeds[0])])
+        return JoinedBatch([first, vector(seeds[1:])]) if len(seeds) > 1 else first
     remake = functools.partial(_remade, config, list(seeds)) if config.max_game_restarts > 0 else None
     if config.env_processes:
         return ProcessEnvBatch([functools.partial(make_environment, config, seed=seed) for seed in seeds],

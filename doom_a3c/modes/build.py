@@ -44,7 +44,7 @@ def worker_seed(config: TrainConfig, index: int, offset: int = 0) -> int:
 def worker_games(config: TrainConfig, index: int, offset: int = 0, stop: threading.Event | None = None) -> GameBatch:
     """Worker i's --envs-per-worker games, seeded apart from every other worker's; `stop` ends any wait for them."""
     seeds = [config.seed + GAME_SEED_STRIDE * index + e + offset for e in range(config.envs_per_worker)]
-    return make_env_batch(config, seeds, stop)
+    return make_env_batch(config, seeds, stop, recorded=worker_records(config, index) > 0)
 
 
 def worker_epsilon(config: TrainConfig, index: int) -> EpsilonSchedule | None:

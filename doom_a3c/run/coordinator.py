@@ -249,9 +249,10 @@ class Coordinator:
             silent = now - last > self.config.game_timeout + 5  # the watchdog's replacement comes first
             if silent and worker not in self._silent_workers:
                 self._silent_workers.add(worker)
+                remedy = ("" if self.config.ale_vector else
+                          ": stop the run and --resume it with --env-processes 2")
                 print(f"warning: the games of worker {worker} have not answered for {now - last:.0f} s (a stalled "
-                      f"engine?); with --env-processes 0 they cannot be replaced: stop the "
-                      f"run and --resume it with --env-processes 2", file=sys.stderr, flush=True)
+                      f"engine?); in this process they cannot be replaced{remedy}", file=sys.stderr, flush=True)
             elif not silent:
                 self._silent_workers.discard(worker)
 

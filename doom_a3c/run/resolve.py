@@ -44,6 +44,35 @@ KIND_DEFAULTS = {DOOM: (4, 0.01, False), ATARI: (4, 1.0, True), IMAGE: (1, 1.0, 
 NO_CROP = [0.0, 0.0, 0.0, 0.0]
 DOOM_GAME_PROCESSES = 2  # per worker, by default: see "env_processes" in resolve_environment
 GAMES_IN_PROCESSES = (DOOM, IMAGE)  # the kinds whose games run in child processes by default
+# An Atari run off ale-py's vector env: one child process a worker, 20% more agent steps/s on Pong than games in the
+# trainer (docs/defaults/atari-defaults.md#games-in-child-processes).
+ATARI_GAME_PROCESSES = 1
+
+
+def ale_vector_choice(config: TrainConfig, kind: str) -> bool:
+    """Whether an Atari run's games run in ale-py's vector env: --ale-vector as given, else on wherever the vector
+    env can run the id (a line says why not); ConfigError for --ale-vector where it cannot, or beside child
+    processes, which it does not need."""
+    if kind != ATARI:
+        if config.ale_vector:
+            raise ConfigError(f"--ale-vector: for Atari games only, not {config.scenario}")
+        return False
+    if config.ale_vector is False:
+        return False
+    from doom_a3c.envs.ale_vector_batch import vector_env_problem
+
+    problem = vector_env_problem(config.scenario)
+    if problem and config.ale_vector:
+        raise ConfigError(f"--ale-vector: ale-py's vector env cannot run {config.scenario}: {problem}")
+    if problem:
+        print(f"note: {config.scenario} runs one gymnasium env a game, not in ale-py's vector env: {problem}",
+              flush=True)
+        return False
+    if config.env_processes:
+        raise ConfigError(f"--env-processes {config.env_processes}: ale-py's vector env steps {config.scenario}'s "
+                          f"games in its own threads (--env-threads); add --no-ale-vector to run them one gymnasium "
+                          f"env a game in child processes")
+    return True
 
 
 def import_env_module(module: str) -> None:
@@ -69,7 +98,12 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
     name = preset_name(config)
     preset = scenario_preset(config)
     frame_skip, reward_scale, clip_rewards = KIND_DEFAULTS[kind]
+    ale_vector = ale_vector_choice(config, kind)
+    games_in_processes = DOOM_GAME_PROCESSES if kind in GAMES_IN_PROCESSES else 0
+    if kind == ATARI and not ale_vector:
+        games_in_processes = ATARI_GAME_PROCESSES
     values: dict[str, Any] = {
+        "ale_vector": ale_vector,
         "env_kind": kind,
         "frame_skip": config.frame_skip or int(preset.get("frame_skip", frame_skip)),
         "reward_scale": config.reward_scale or float(preset.get("reward_scale", reward_scale)),
@@ -79,7 +113,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         # as fast as games in this process (docs/measuring/speed-and-memory.md#games-in-child-processes).
         "env_processes": config.env_processes if config.env_processes is not None
         # An image env is as likely an engine that can stall (ViZDoom's own ids) or hold the GIL (an emulator).
-        else DOOM_GAME_PROCESSES if kind in GAMES_IN_PROCESSES else 0,
+        else games_in_processes,
         "frame_stack": _frame_stack(config, kind),
     }
     if kind == DOOM:

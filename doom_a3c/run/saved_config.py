@@ -14,7 +14,14 @@ from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.scenario_files import find_doom_scenario
 from doom_a3c.envs.scenario import DOOM, environment_kind, scenario_name
 from doom_a3c.errors import ConfigError
-from doom_a3c.run.resolve import KIND_NAMES, evaluation_for_mode, import_env_module, resolve_environment, with_precision
+from doom_a3c.run.resolve import (
+    KIND_NAMES,
+    ale_vector_choice,
+    evaluation_for_mode,
+    import_env_module,
+    resolve_environment,
+    with_precision,
+)
 
 # What configs saved before action sets and a map's own defaults existed ran: the preset, its actions, no variables
 # of the .cfg's own, one flat softmax.
@@ -31,6 +38,8 @@ FIELDS_BEFORE_EVALUATION = {"evaluate": False}
 FIELDS_BEFORE_FINE_TURNS = {"fine_turns": False}
 # Saved before the Atari recipe's fields (frame stack, RMSProp's style, initialisation, activation, precision): what
 # such a checkpoint ran with.
+# Atari runs before ale-py's vector env: one gymnasium env a game, FIRE pressed after each lost life.
+FIELDS_BEFORE_ALE_VECTOR: dict = {"ale_vector": False}
 FIELDS_BEFORE_ATARI_RECIPE: dict = {"frame_stack": 1,
                                     # --optimizer rmsprop was Keras' RMSprop, rho 0.99, epsilon 0.1
                                     "rmsprop_decay": 0.99, "rmsprop_epsilon": 0.1, "rmsprop_style": "keras",
@@ -70,6 +79,10 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
         flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
         raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
     config = dataclasses.replace(saved, **given).validate()
+    if "ale_vector" in given or "env_processes" in given:  # the games' path may change; not to one it cannot take
+        kind = environment_kind(config.scenario)
+        config = dataclasses.replace(config, ale_vector=ale_vector_choice(
+            dataclasses.replace(config, ale_vector=given.get("ale_vector", saved.ale_vector)), kind))
     config = with_precision(config, trained=None if "precision" in given else saved.precision)
     return evaluation_for_mode(config, given)
 
@@ -87,6 +100,9 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
             data[key] = None
     if data.get("env_processes") is None:  # saved before games had child processes by default: as trained
         data["env_processes"] = 0
+    for key, value in FIELDS_BEFORE_ALE_VECTOR.items():
+        if data.get(key) is None:
+            data[key] = value
     for key, value in {**FIELDS_BEFORE_ACTION_SETS, **FIELDS_BEFORE_IMAGE_ENVS, **FIELDS_BEFORE_EVALUATION,
                        **FIELDS_BEFORE_FINE_TURNS, **FIELDS_BEFORE_ATARI_RECIPE}.items():
         data.setdefault(key, value)  # saved before they existed: as trained, not today's defaults

@@ -81,7 +81,7 @@ def test_json_round_trip_all_fields():
                       optimizer="rmsprop", target_reward=12.5, resume=True, max_minutes=1.5, frame_skip=4,
                       reward_scale=1.0, clip_rewards=False, env_kind="doom", scenario_path="/x/defend_the_center.cfg",
                       actions=[["TURN_LEFT"], ["TURN_RIGHT"], ["ATTACK"]], crop=[0.0, 0.0, 0.0, 0.0],
-                      env_processes=2, game_timeout=12.5)
+                      env_processes=2, ale_vector=False, game_timeout=12.5)
     back = TrainConfig.from_dict(strict_json(cfg.to_json()))
     assert back == cfg
     assert back.to_json() == cfg.to_json()

@@ -18,6 +18,20 @@ from doom_a3c.envs.interface import Step
 from doom_a3c.errors import ConfigError
 
 
+class FireFrameOnReset(gym.Wrapper):
+    """FIRE held for one frame after every reset of a frameskip-1 ALE env, as ale-py's vector env starts a game
+    (its reward, always 0 at a game's start, is dropped as the vector env drops it)."""
+
+    def __init__(self, env: gym.Env, fire: int):
+        super().__init__(env)
+        self._fire = fire
+
+    def reset(self, **kwargs):
+        observation, info = self.env.reset(**kwargs)
+        observation, _, _, _, info = self.env.step(self._fire)
+        return observation, info
+
+
 class AtariEnvironment(SeededOnce):
     """An Atari game with the standard DeepMind preprocessing, built from gymnasium's own wrappers.
 
@@ -28,10 +42,13 @@ class AtariEnvironment(SeededOnce):
       0.25 on every frame (Machado et al. 2018), the `*-v4` ids use 0. They are kept on purpose: they are
       the ALE's recommended source of stochasticity, so scores compare with v5 results, not with
       the deterministic-emulator numbers of the 2016 A3C paper.
-    * Games whose actions start NOOP, FIRE get FIRE and then action 2 pressed after every reset and
-      after every lost life, as baselines' `FireResetEnv` does; Breakout otherwise waits forever for a
-      serve. This happens whether or not lives are terminal. The (almost always zero) rewards of those
-      presses are added to the next step's reward, so the rewards summed over a game equal its score.
+    * With `vector_env_rules` (runs trained in ale-py's vector env, doom_a3c/envs/ale_vector_batch.py), the game
+      starts as that env starts it: FIRE held for one frame (games with a FIRE action) before the no-ops, and
+      nothing pressed after a lost life: the agent serves itself. Without (runs trained before it), games whose
+      actions start NOOP, FIRE get FIRE and then action 2 pressed after every reset and after every lost life,
+      as baselines' `FireResetEnv` does; Breakout otherwise waits forever for a serve. The (almost always zero)
+      rewards of those presses are added to the next step's reward, so the rewards summed over a game equal
+      its score.
     * A lost life gives done=True, game_over=False when `life_loss_terminal` (learning treats it as the
       end of an episode, the game goes on without reset); the real end of the game gives
       done=game_over=True, the ALE's frame limit (108,000 frames) game_over and truncated (no terminal:
@@ -42,7 +59,8 @@ class AtariEnvironment(SeededOnce):
     observation_dtype = np.uint8
 
     def __init__(self, env_id: str, seed: int, frame_skip: int = 4, noop_max: int = 30,
-                 life_loss_terminal: bool = True, frame_size: int = ATARI_FRAME_SIZE):
+                 life_loss_terminal: bool = True, frame_size: int = ATARI_FRAME_SIZE,
+                 vector_env_rules: bool = False):
         spec = registered_spec(env_id)
         if spec.entry_point != ATARI_ENTRY_POINT:
             raise ConfigError(f"{env_id} is not an Atari (ale-py) game; e.g. {', '.join(ATARI_EXAMPLES)}")
@@ -59,6 +77,8 @@ class AtariEnvironment(SeededOnce):
         self.action_names: list[str] = list(base.unwrapped.get_action_meanings())
         if self.action_names[0] != "NOOP":  # Backgammon, VideoCheckers: no action that does nothing
             noop_max = 0  # their random starts come from sticky actions alone
+        if vector_env_rules and "FIRE" in self.action_names:
+            base = FireFrameOnReset(base, self.action_names.index("FIRE"))
         self._env = gym.wrappers.AtariPreprocessing(
             base, noop_max=noop_max, frame_skip=frame_skip, screen_size=frame_size,
             terminal_on_life_loss=False, grayscale_obs=True, grayscale_newaxis=True, scale_obs=False)
@@ -67,7 +87,8 @@ class AtariEnvironment(SeededOnce):
         self.seconds_per_step = frame_skip / ATARI_FRAMES_PER_SECOND  # GIFs play at the game's speed
         self.num_actions = len(self.action_names)
         self.life_loss_terminal = life_loss_terminal
-        self.fires_on_reset = self.action_names[:2] == ["NOOP", "FIRE"] and self.num_actions >= 3
+        self.fires_on_reset = (not vector_env_rules and self.action_names[:2] == ["NOOP", "FIRE"]
+                               and self.num_actions >= 3)
         self.reseed(seed)
         self._lives = 0
         self._carried_reward = 0.0  # rewards of FIRE presses, reported with the next step

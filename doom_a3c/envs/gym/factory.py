@@ -17,7 +17,8 @@ def _build(kind: str, env_id: str, seed: int, config: TrainConfig) -> GymEnviron
     """One game of `kind` ("atari", "image", "vector"); frame skip and size apply to Atari and image envs,
     colour and crop to image envs."""
     if kind == "atari":
-        return AtariEnvironment(env_id, seed, frame_skip=config.frame_skip, frame_size=config.frame_size)
+        return AtariEnvironment(env_id, seed, frame_skip=config.frame_skip, frame_size=config.frame_size,
+                                vector_env_rules=bool(config.ale_vector))
     if kind == "image":
         return ImageEnvironment(env_id, seed, frame_size=config.frame_size, color=bool(config.color),
                                 crop=tuple(config.crop or (0.0, 0.0, 0.0, 0.0)), frame_skip=config.frame_skip)
