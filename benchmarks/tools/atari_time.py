@@ -9,11 +9,13 @@ a fresh `train.py --scenario ALE/<Game>-v5` resolves: scenarios/atari.toml's 4 g
 frame skip 4), plays and learns in this process, one thing at a time: its games are stepped here (not in a child
 process) by one thread. Each part is timed around its own calls, so every figure is one core's time:
 
-- emulator: ale-py's own env (made with frameskip=1, gymnasium's thin wrappers around it included) stepped `frame
-  skip` times per agent step, with its resets, the no-ops after them, the FIRE presses after a lost life and that
-  env's own grey observation of each frame;
-- preprocessing: the rest of doom_a3c's `AtariEnvironment.step`/`reset`: gymnasium's `AtariPreprocessing` (the last
-  two screens read, max-pooled and resized) and doom_a3c's lives and FIRE logic;
+- emulator: with ale-py's vector env (the default), the whole `AleVectorBatch.step`/`reset`: emulation,
+  max-pooling, resizing and stacking in its C++ thread, and the batch's lives and stack-clearing around it; with
+  --no-ale-vector, ale-py's own env (made with frameskip=1, gymnasium's thin wrappers around it included) stepped
+  `frame skip` times per agent step, with its resets, the no-ops after them, the FIRE presses after a lost life and
+  that env's own grey observation of each frame;
+- preprocessing (--no-ale-vector only): the rest of doom_a3c's `AtariEnvironment.step`/`reset`: gymnasium's
+  `AtariPreprocessing` (the last two screens read, max-pooled and resized) and doom_a3c's lives and FIRE logic;
 - forward pass: the acting network on the batch of the worker's games (`LocalCopy.act`, and `.value` for the
   bootstrap values at the end of each rollout);
 - learning: `A3CWorker.learn` on each rollout: `GradientStep` (targets and the compiled gradient),
@@ -101,10 +103,17 @@ def time_one_worker(config: TrainConfig, rollouts: int, warmup_rollouts: int) ->
     try:
         worker = a3c_workers(run_parts)[0]
         emulator, environment, forward, collect, learn = watches = [Stopwatch() for _ in range(5)]
-        for game in run_parts.games[0].envs:
-            # AtariPreprocessing's own env is ale-py's, made with frameskip=1: every emulated frame goes through it.
-            emulator.time_methods(game._env.env, "step", "reset")
-            environment.time_methods(game, "step", "reset")
+        if config.ale_vector:
+            # ale-py's vector env does it all in C++ (emulation, max-pooling, resizing, the stack); the batch's
+            # Python around it (lives, the stack's clearing, the transposition) is counted with it.
+            emulator.time_methods(run_parts.games[0], "step", "reset")
+            environment = emulator
+        else:
+            for game in run_parts.games[0].envs:
+                # AtariPreprocessing's own env is ale-py's, made with frameskip=1: every emulated frame goes
+                # through it.
+                emulator.time_methods(game._env.env, "step", "reset")
+                environment.time_methods(game, "step", "reset")
         forward.time_methods(worker.local, "act", "value")
         run_collect, run_learn = collect.wrap(worker.runner.collect), learn.wrap(worker.learn)
         worker.sync()
