@@ -5,9 +5,9 @@
                                     [--against DIR] [--emulator-seconds 30] [-- extra train.py flags]
 
 - emulator only: ale-py's vector env (`AtariVectorEnv`) with the run's games, all of them (workers x
-  --envs-per-worker, as the resolved defaults say) in one env stepped by workers x --env-threads C++ threads, random
-  actions, nothing else: the pace the emulator and its preprocessing allow. Measured before the training runs and
-  after them; the median is the reference.
+  --envs-per-worker, as the resolved defaults say) in one env stepped by one C++ thread a core, random actions,
+  nothing else: the pace the emulator and its preprocessing allow on this machine. Measured before the training runs
+  and after them; the median is the reference.
 - training: `train.py --scenario GAME --max-minutes M` of this checkout (benchmarks/throughput.py's `run_mode`: agent
   steps/s from progress.csv after --warmup seconds), and with `--against DIR` of the checkout in DIR too (a `git
   worktree` of an older commit), the two alternated in each of --repeats rounds.
@@ -60,15 +60,14 @@ def emulator_pace(game: str, games: int, threads: int, seconds: float, seed: int
         env.close()
 
 
-def resolved_games(game: str, extra: list[str]) -> tuple[int, int]:
-    """(games, threads) of a fresh run of `game` with these train.py flags: workers x envs_per_worker, and
-    workers x env_threads."""
+def resolved_games(game: str, extra: list[str]) -> int:
+    """The games of a fresh run of `game` with these train.py flags: workers x envs_per_worker."""
     from doom_a3c.config import build_parser, given_values
     from doom_a3c.run.resolve import resolve_new_run
 
     given = given_values(build_parser("atari_pace").parse_args(["--scenario", game, *extra]))
     config = resolve_new_run({**given, "model_dir": tempfile.mkdtemp(prefix="atari_pace_config_")})
-    return config.workers * config.envs_per_worker, config.workers * config.env_threads
+    return config.workers * config.envs_per_worker
 
 
 def main() -> int:
@@ -84,7 +83,7 @@ def main() -> int:
     extra = [e for e in extra if e != "--"]
     out = args.out or tempfile.mkdtemp(prefix="atari_pace_")
     os.makedirs(out, exist_ok=True)
-    games, threads = resolved_games(args.game, extra)
+    games, threads = resolved_games(args.game, extra), os.cpu_count() or 1
     checkouts = {"this": ROOT, **({"against": os.path.abspath(args.against)} if args.against else {})}
     emulator = [emulator_pace(args.game, games, threads, args.emulator_seconds)]
     print(f"emulator only: {emulator[0]:,.0f} agent steps/s ({games} games, {threads} threads)", flush=True)

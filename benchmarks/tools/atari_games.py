@@ -1,4 +1,5 @@
-"""Does every Atari game go through the preprocessing stack? Builds, resets and plays random actions in each.
+"""Does every Atari game go through both of its paths? Builds, resets and plays random actions in each game, one game
+at a time (play.py's and GIFs' path) and two in ale-py's vector env (training's).
 
     python benchmarks/tools/atari_games.py [--steps 300] [--games ALE/Pong-v5 ALE/Qbert-v5 ...]
 
@@ -19,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 from doom_a3c.config import TrainConfig  # noqa: E402
-from doom_a3c.envs.factory import make_environment  # noqa: E402
+from doom_a3c.envs.factory import make_env_batch, make_environment  # noqa: E402
 from doom_a3c.envs.gym.registry import registered_atari_ids  # noqa: E402
 from doom_a3c.run.resolve import resolve_environment  # noqa: E402
 
@@ -27,7 +28,9 @@ from doom_a3c.run.resolve import resolve_environment  # noqa: E402
 def play_random(env_id: str, steps: int, seed: int = 0) -> str:
     """One line about the game after `steps` random actions; raises whatever the game raises."""
     start = time.perf_counter()
-    environment = make_environment(resolve_environment(TrainConfig(scenario=env_id)), seed=seed)
+    config = resolve_environment(TrainConfig(scenario=env_id))
+    vector = play_batch(config, steps, seed)
+    environment = make_environment(config, seed=seed)
     try:
         observation = environment.reset()
         if observation.shape != (84, 84, 1) or observation.dtype != np.uint8:
@@ -42,9 +45,24 @@ def play_random(env_id: str, steps: int, seed: int = 0) -> str:
         if screen.ndim != 3 or screen.shape[2] != 3:
             raise ValueError(f"screen {screen.shape}, expected colour (H, W, 3)")
         return (f"{environment.num_actions} actions, screen {screen.shape[0]}x{screen.shape[1]}, {games} games "
-                f"finished, {time.perf_counter() - start:.1f} s")
+                f"finished; {vector}; {time.perf_counter() - start:.1f} s")
     finally:
         environment.close()
+
+
+def play_batch(config: TrainConfig, steps: int, seed: int) -> str:
+    """Two games of the id as a training worker steps them (ale-py's vector env unless the id cannot run there)."""
+    batch = make_env_batch(config, [seed, seed + 1])
+    try:
+        observations = batch.reset()
+        if observations.shape != (2, 84, 84, 1) or observations.dtype != np.uint8:
+            raise ValueError(f"batch observations {observations.shape} {observations.dtype}, expected (2, 84, 84, 1)")
+        rng = np.random.default_rng(seed)
+        games = sum(int(batch.step(rng.integers(batch.spec.num_actions, size=2)).game_overs.sum())
+                    for _ in range(steps))
+        return f"{'vector env' if config.ale_vector else 'one env a game'}: {games} games finished"
+    finally:
+        batch.close()
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ stacks the frames of all of a worker's games in C++ threads that release the GIL
 the other worker's TensorFlow run while it steps. What the project promises of an Atari game and the vector env does
 otherwise is done here:
 
-* the true score: its reward clipping is off (learning clips, doom_a3c/algo/returns.py), so `progress.csv` keeps the
+* the true score: its reward clipping is off (learning clips, doom_a3c/algo/learner.py), so `progress.csv` keeps the
   game's own score;
 * a lost life ends the learning episode but not the game: its `episodic_life` would reset the whole game, so lives
   are read from `info["lives"]` instead, and the frames before the lost life are zeroed out of the stack, as
@@ -17,7 +17,8 @@ otherwise is done here:
   class's own default is 0), the seeds are the worker's, one a game.
 
 It presses FIRE once at a game's start (games that have a FIRE action), not after a lost life as the one-game path
-(doom_a3c/envs/gym/atari.py) of older runs did: the agent learns to serve itself (docs/defaults/atari-defaults.md).
+(doom_a3c/envs/gym/atari.py) of older runs did: the agent learns to serve itself
+(docs/defaults/atari-defaults.md#ale-pys-vector-env).
 Ids it cannot run (an emulator mode or difficulty in the registration) stay on the one-game path:
 `vector_env_problem` says why.
 """

@@ -45,7 +45,7 @@ NO_CROP = [0.0, 0.0, 0.0, 0.0]
 DOOM_GAME_PROCESSES = 2  # per worker, by default: see "env_processes" in resolve_environment
 GAMES_IN_PROCESSES = (DOOM, IMAGE)  # the kinds whose games run in child processes by default
 # An Atari run off ale-py's vector env: one child process a worker, 20% more agent steps/s on Pong than games in the
-# trainer (docs/defaults/atari-defaults.md#games-in-child-processes).
+# trainer (docs/defaults/atari-defaults.md#ale-pys-vector-env).
 ATARI_GAME_PROCESSES = 1
 
 

@@ -96,6 +96,15 @@ def test_throughput_modes_name_their_trainer_whatever_the_preset_says():
     assert modes["ga3c"][modes["ga3c"].index("--trainer") + 1] == "ga3c"
 
 
+def test_atari_pace_steps_the_emulator_alone_and_counts_the_runs_games():
+    """The emulator-only pace is agent steps (games x steps) a second of a real vector env; the run's games are
+    workers x envs_per_worker of the resolved defaults and flags."""
+    pace = load_script("atari_pace")
+    assert pace.resolved_games("ALE/Breakout-v5", ["--workers", "3"]) == 3 * 12  # scenarios/atari.toml's 12
+    assert pace.resolved_games("ALE/Pong-v5", ["--workers", "2", "--envs-per-worker", "5"]) == 10
+    assert pace.emulator_pace("ALE/Pong-v5", games=2, threads=1, seconds=0.3) > 100
+
+
 def test_network_speed_variants_are_flags_train_py_takes_and_each_asks_for_what_its_name_says():
     from doom_a3c.config import build_parser
 
