@@ -95,6 +95,7 @@ def test_atari_run_reports_whole_game_scores_and_colour_gifs(breakout):
     config = strict_json((model / "config.json").read_text())
     assert config["scenario"] == "ALE/Breakout-v5" and config["env_kind"] == "atari"
     assert config["clip_rewards"] is True and config["frame_skip"] == 4  # resolved for Atari and saved
+    assert config["ale_vector"] is True and config["env_processes"] == 0  # ale-py's vector env, saved as run
     rows = read_rows(model / "progress.csv")
     assert rows, "no game finished"
     # A whole game of Breakout is 5 lives: a random player needs well over 40 agent steps for it.
@@ -114,6 +115,15 @@ def test_play_on_atari(breakout, tmp_path):
     episode = results["episodes"][0]
     assert episode["length"] > 40 and episode["reward"] >= 0
     assert iio.imread(out / "episode_001.gif", index=None).shape[1:] == (420, 320, 3)
+
+
+def test_export_of_an_atari_checkpoint(breakout, tmp_path):
+    """--export of a run trained in the vector env: the acting step takes the 4 stacked frames one game gives."""
+    model, _ = breakout
+    proc = run("play.py", "--model", model / "last.ckpt", "--export", tmp_path / "export")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    policy = json.loads((tmp_path / "export" / "policy.json").read_text())
+    assert policy["action_names"] == ["NOOP", "FIRE", "RIGHT", "LEFT"], policy
 
 
 @pytest.mark.parametrize("scenario,needles", [
