@@ -36,10 +36,10 @@ FIELDS_BEFORE_IMAGE_ENVS = {"env_module": "", "color": False}
 FIELDS_BEFORE_EVALUATION = {"evaluate": False}
 # Saved before --fine-turns existed: no half turns.
 FIELDS_BEFORE_FINE_TURNS = {"fine_turns": False}
-# Saved before the Atari recipe's fields (frame stack, RMSProp's style, initialisation, activation, precision): what
-# such a checkpoint ran with.
 # Atari runs before ale-py's vector env: one gymnasium env a game, FIRE pressed after each lost life.
 FIELDS_BEFORE_ALE_VECTOR: dict = {"ale_vector": False}
+# Saved before the Atari recipe's fields (frame stack, RMSProp's style, initialisation, activation, precision): what
+# such a checkpoint ran with.
 FIELDS_BEFORE_ATARI_RECIPE: dict = {"frame_stack": 1,
                                     # --optimizer rmsprop was Keras' RMSprop, rho 0.99, epsilon 0.1
                                     "rmsprop_decay": 0.99, "rmsprop_epsilon": 0.1, "rmsprop_style": "keras",
@@ -81,8 +81,7 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
     config = dataclasses.replace(saved, **given).validate()
     if "ale_vector" in given or "env_processes" in given:  # the games' path may change; not to one it cannot take
         kind = environment_kind(config.scenario)
-        config = dataclasses.replace(config, ale_vector=ale_vector_choice(
-            dataclasses.replace(config, ale_vector=given.get("ale_vector", saved.ale_vector)), kind))
+        config = dataclasses.replace(config, ale_vector=ale_vector_choice(config, kind))
     config = with_precision(config, trained=None if "precision" in given else saved.precision)
     return evaluation_for_mode(config, given)
 
