@@ -18,6 +18,7 @@ from benchmarks.atari_suite import (
     read_suite_folder,
     summarize,
 )
+from doom_a3c.config import build_parser
 
 
 def write_progress(folder, games):
@@ -117,6 +118,8 @@ def test_run_builds_train_py_commands_and_skips_a_finished_run(tmp_path, capsys,
     assert command[command.index("--max-steps") + 1] == "2500000"
     assert command[command.index("--max-minutes") + 1] == "0"  # no time limit
     assert command[-2:] == ["--workers", "1"] and "--resume" not in command
+    parsed = build_parser("train.py").parse_args(command[2:])  # flags train.py takes
+    assert (parsed.max_steps, parsed.max_minutes, parsed.workers) == (2_500_000, 0.0, 1)
     assert json.loads((tmp_path / "Pong_seed1" / "suite_run.json").read_text())["budget"] == {
         "agent_steps": 2_500_000, "minutes": 0.0}
     assert (tmp_path / "suite.md").exists() and (tmp_path / "suite.json").exists()
