@@ -46,6 +46,15 @@ ANCHORS = {game: {who: {steps: at_mark(curve, steps) for steps in MILESTONES} fo
            for game, curves in ANCHOR_CURVES.items()}
 
 
+def train_command(env_id: str, seed: int, out: str, minutes: float, resume: bool = False,
+                  extra: list[str] = ()) -> list[str]:
+    """The train.py command line of one run into `out` (minutes 0: no time limit; `extra` flags go last, so they
+    can add a budget of steps or override these)."""
+    return [sys.executable, os.path.join(ROOT, "train.py"), "--scenario", env_id, "--seed", str(seed),
+            "--max-minutes", f"{minutes:g}", "--model-dir", out, "--frames-dir", os.path.join(out, "frames"),
+            "--log-every-seconds", "60", *(["--resume"] if resume else []), *extra]
+
+
 def mean_at(curve: list[tuple[float, int, float]], index: int, at: float) -> tuple[float, int, float] | None:
     """The curve's first point whose field `index` (0: wall seconds, 1: agent steps) is at least `at`."""
     return next((point for point in curve if point[index] >= at), None)
@@ -107,9 +116,7 @@ def main() -> int:
     if args.resume and not (args.out and os.path.exists(os.path.join(args.out, "config.json"))):
         parser.error("--resume needs --out naming a run folder with a config.json")
     out = args.out or tempfile.mkdtemp(prefix=f"learn_{args.game.lower()}_")
-    command = [sys.executable, os.path.join(ROOT, "train.py"), "--scenario", env_id, "--seed", str(args.seed),
-               "--max-minutes", str(args.minutes), "--model-dir", out, "--frames-dir", os.path.join(out, "frames"),
-               "--log-every-seconds", "60", *(["--resume"] if args.resume else []), *extra]
+    command = train_command(env_id, args.seed, out, args.minutes, args.resume, extra)
     print("$", " ".join(command), flush=True)
     started = time.time()
     returncode = run_trainer(command)
