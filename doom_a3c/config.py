@@ -20,6 +20,7 @@ from doom_a3c.errors import ConfigError
 
 MIN_FRAME_SIZE = 20  # conv 8x8/4 then 4x4/2 leave a 1x1 map
 MAX_FRAME_STACK = 16  # 16 84x84 grey frames: 113 KB an observation, 16x the rollouts' and GA3C batches' memory
+MAX_BOTS = 15  # ViZDoom's games hold 16 players
 ENV_KINDS = ("doom", "atari", "image", "vector")
 POLICY_HEADS = ("flat", "factorised")
 OPTIMIZERS = ("adam", "rmsprop")
@@ -105,7 +106,10 @@ class TrainConfig:
         "'(none)' or, for the left-over buttons' head, '(combination)'; doom_a3c/envs/doom/action_sets.py); [] = flat"})
     crop: list = _resolved(None, "fractions of the Doom screen cut off (top, bottom, left, right) before downsampling")
     game_args: str = _resolved("", "extra ViZDoom engine arguments (multiplayer maps)")
-    bots: int = _resolved(0, "bots added at each Doom episode start (deathmatch maps)")
+    bots: int | None = _flag(None, "bots added at each Doom episode start (0-15). On a map whose preset hosts no "
+                             "deathmatch (a user's own .wad with player starts and its .cfg) it also makes the game "
+                             "a deathmatch host (scenarios/defaults/doom.toml's [deathmatch]: its host arguments, "
+                             "+1 a frag and its learning-only shaping)", shown_default="the preset's, else 0")
     frag_reward: float = _resolved(0.0, "reward per frag (deathmatch maps, whose cfg defines none)")
     game_variables: list = field(default_factory=list, metadata={
         "flag": False, "help": "Doom game variables the network sees beside the pixels, each [name, scale] "
@@ -298,6 +302,9 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ConfigError(f"--{flag_name(name)} must be > 0, got {value}")
+        if self.bots is not None and (type(self.bots) is not int or not 0 <= self.bots <= MAX_BOTS):
+            raise ConfigError(f"--bots must be a whole number from 0 to {MAX_BOTS} (ViZDoom's 16 players, the "
+                              f"agent one of them), got {self.bots!r}")
         if self.env_processes is not None and self.env_processes < 0:
             raise ConfigError(f"--env-processes must be >= 0, got {self.env_processes}")
         if not self.game_timeout > 0:
@@ -349,6 +356,11 @@ class TrainConfig:
         return (self.env_kind in ENV_KINDS and bool(self.scenario_path) and bool(self.actions)
                 and all(getattr(self, name) is not None for name in ("frame_skip", "reward_scale", "clip_rewards",
                                                                  "env_processes", "ale_vector")))
+
+    def plays_deathmatch(self) -> bool:
+        """A ViZDoom deathmatch host (cig, or --bots on a user's map): its episodes are matches, reported with the
+        agent's frags, deaths, frags a minute and place."""
+        return self.env_kind == "doom" and "-deathmatch" in self.game_args.split()
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

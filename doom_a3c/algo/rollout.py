@@ -130,7 +130,7 @@ class GameRunner:
                 end_values[t] = np.where(result.truncated, final_values, 0.0)
             if self._frames is not None and self._seconds_per_tic and not result.crashes[0]:
                 self._frames.extend(self.games.step_screens(0))  # the episode's last step's tics too
-            self._track_episodes(result.rewards, values[t], result.game_overs)  # true scores: whole games
+            self._track_episodes(result.rewards, values[t], result.game_overs, result.matches)  # true scores
             self._drop_crashed(result.crashes)
             if self._frames is not None and not self._seconds_per_tic and not (result.game_overs[0] or
                                                                                result.crashes[0]):
@@ -141,7 +141,8 @@ class GameRunner:
         bootstrap = self.policy.value(self._observations, self._starts)
         return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap, end_values)
 
-    def _track_episodes(self, rewards: np.ndarray, values: np.ndarray, game_overs: np.ndarray) -> None:
+    def _track_episodes(self, rewards: np.ndarray, values: np.ndarray, game_overs: np.ndarray,
+                        matches: np.ndarray | None = None) -> None:
         self._episode_reward += rewards
         self._episode_length += 1
         self._episode_value_sum += values
@@ -150,7 +151,7 @@ class GameRunner:
             self.run.episodes.put(EpisodeResult(
                 self.index, float(self._episode_reward[b]), int(self._episode_length[b]),
                 float(self._episode_value_sum[b] / self._episode_length[b]), self._frames if recorded else None,
-                self._seconds_per_tic if recorded else 0.0))
+                self._seconds_per_tic if recorded else 0.0, None if matches is None else matches[b]))
             self._episode_reward[b] = self._episode_length[b] = self._episode_value_sum[b] = 0
             if b == 0:
                 self._recorded_episodes += 1

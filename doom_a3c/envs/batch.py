@@ -36,17 +36,22 @@ class BatchStep(NamedTuple):
     crashes: np.ndarray  # [E] object: "" or why the game was closed and restarted at this step (reward 0, done)
     truncated: np.ndarray  # [E] bool, a time limit ended the game (game over, not done)
     final_observations: np.ndarray | None  # [E, *obs], meaningful where truncated; None when no game was
+    matches: np.ndarray | None = None  # [E] object: a deathmatch's report where its match ended, else None
 
 
 def concatenate_steps(parts: Sequence[BatchStep]) -> BatchStep:
     """The steps of consecutive slices of one batch as one step."""
     arrays = {name: np.concatenate([getattr(part, name) for part in parts])
-              for name in BatchStep._fields if name != "final_observations"}
+              for name in BatchStep._fields if name not in ("final_observations", "matches")}
     finals = None
     if arrays["truncated"].any():
         finals = np.concatenate([part.observations if part.final_observations is None else part.final_observations
                                  for part in parts])
-    return BatchStep(**arrays, final_observations=finals)
+    matches = None
+    if any(part.matches is not None for part in parts):
+        matches = np.concatenate([np.full(len(part.rewards), None, object) if part.matches is None else part.matches
+                                  for part in parts])
+    return BatchStep(**arrays, final_observations=finals, matches=matches)
 
 
 RESTART_SEED_STRIDE = 1_000_000  # a restarted game's seed: its slot's seed + this x the slot's restarts so far
@@ -110,6 +115,7 @@ class EnvBatch:
         self._game_overs = np.zeros(len(self.envs), bool)
         self._crashes = np.full(len(self.envs), "", object)
         self._truncated = np.zeros(len(self.envs), bool)
+        self._matches = np.full(len(self.envs), None, object)
         self._finals: np.ndarray | None = None
         self._remake = remake
         self._restarts = [0] * len(self.envs)
@@ -151,6 +157,7 @@ class EnvBatch:
                 continue
             self._rewards[i], self._dones[i], self._game_overs[i] = result.reward, result.done, result.game_over
             self._shaping[i], self._crashes[i], self._truncated[i] = result.shaping, "", result.truncated
+            self._matches[i] = result.match
             if result.truncated:
                 self._finals[i] = result.observation
             self._observations[i] = observation
@@ -162,6 +169,7 @@ class EnvBatch:
         self._rewards[i] = self._shaping[i] = 0.0
         self._dones[i], self._game_overs[i], self._truncated[i] = True, False, False
         self._crashes[i] = one_line(error)
+        self._matches[i] = None
 
     def _start_fresh_game(self, i: int) -> np.ndarray:
         """Close game i (a dead engine may fail to), put a new one with a new seed in its place and return its
@@ -193,8 +201,9 @@ class EnvBatch:
             for future in futures:
                 future.result()  # re-raises a game's error in the worker thread
         finals = self._finals.copy() if self._truncated.any() else None
+        matches = self._matches.copy() if any(m is not None for m in self._matches) else None
         return BatchStep(self._observations.copy(), self._rewards.copy(), self._dones.copy(), self._game_overs.copy(),
-                         self._shaping.copy(), self._crashes.copy(), self._truncated.copy(), finals)
+                         self._shaping.copy(), self._crashes.copy(), self._truncated.copy(), finals, matches)
 
     def screen(self, index: int = 0) -> np.ndarray:
         return self.envs[index].screen()

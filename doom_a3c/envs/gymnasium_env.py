@@ -96,6 +96,8 @@ class GameEnv(gym.Env):
         step = self.game.step(int(action))
         terminated = step.game_over and not step.truncated
         info = {"life_lost": bool(step.done and not step.game_over)}
+        if step.match is not None:  # a deathmatch's last step: the match's frags, deaths, frags a minute, place
+            info["match"] = step.match
         return gym_observation(step.observation), step.reward, bool(terminated), bool(step.truncated), info
 
     def render(self) -> np.ndarray | None:

@@ -28,6 +28,9 @@ class Step(NamedTuple):
     # A time limit ended the game (game_over, not done): no terminal state, so learning bootstraps from the value
     # of `observation`, the last one, while the LSTM state still resets for the next game.
     truncated: bool = False
+    # A deathmatch's report of the match (doom_a3c/envs/doom/shaping.py's MatchReport as a dict) on its last step;
+    # None for every other step and game.
+    match: dict | None = None
 
 
 class EnvSpec(NamedTuple):

@@ -211,7 +211,7 @@ class Coordinator:
         for result in self.run.finished_episodes():
             self.episodes += 1
             self.log.episode(self.wall_seconds(), steps, self.episodes, result.worker, result.reward, result.length,
-                             result.mean_value)
+                             result.mean_value, result.match)
             if result.frames:
                 stem = os.path.join(self.config.frames_dir, f"episode_{self.episodes:06d}")
                 write_video(stem, result.frames, result.seconds_per_frame or self.backend.spec.seconds_per_step,
@@ -276,8 +276,10 @@ class Coordinator:
         steps = self.run.counters.env_steps
         self.log.scalars(steps, values)
         self.log.flush()
+        frags_per_minute = self.log.mean_frags_per_minute()  # a deathmatch's matches: None for other games
+        matches = "" if frags_per_minute is None else f"  mean-100 frags/min {frags_per_minute:5.2f}"
         print(f"[{self.wall_seconds() / 60:6.1f} min] steps {steps:>9,}  {steps_per_second:7.0f} steps/s  "
-              f"episodes {self.episodes:>6}  mean-100 reward {self.log.mean_reward():7.1f}", flush=True)
+              f"episodes {self.episodes:>6}  mean-100 reward {self.log.mean_reward():7.1f}{matches}", flush=True)
 
     def _install_signal_handlers(self) -> None:
         def stop(signum, _frame):

@@ -20,6 +20,8 @@ from doom_a3c.run.presets import on_own_map_defaults, own_map_defaults
 
 # scenarios/defaults/doom.toml's shaping table, applied to the game variables a map's .cfg lists.
 CFG_VARIABLE_SHAPING = "cfg_variable_shaping"
+# Its table of what --bots makes of a map whose preset hosts no deathmatch: host arguments, frag reward, shaping.
+DEATHMATCH = "deathmatch"
 
 
 def doom_cfg_lists(cfg_path: str) -> tuple[list[str], list[str]]:
@@ -106,6 +108,37 @@ def shaping_entries(name: str, config: TrainConfig, preset: dict[str, Any], cfg_
     table = named_values("defaults/doom.toml", CFG_VARIABLE_SHAPING,
                           (preset or own_map_defaults()).get(CFG_VARIABLE_SHAPING, []), loss_weight=True)
     return [entry for entry in table if entry[0] in cfg_variables]
+
+
+def deathmatch_table(config: TrainConfig, preset: dict[str, Any]) -> dict[str, Any]:
+    """`scenarios/defaults/doom.toml`'s [deathmatch] table when --bots makes a deathmatch host of a map whose preset
+    hosts none (a user's own map); {} otherwise (cig's preset hosts its own)."""
+    if not config.bots or preset.get("game_args"):
+        return {}
+    return dict(own_map_defaults().get(DEATHMATCH, {}))
+
+
+def deathmatch_host(scenario: str, config: TrainConfig, preset: dict[str, Any]) -> dict[str, Any]:
+    """The engine arguments, bots and frag reward: the config's, else the preset's, else (with --bots on a map whose
+    preset hosts no deathmatch) the [deathmatch] table's, else none."""
+    table = deathmatch_table(config, preset)
+    frag_reward = config.frag_reward or preset.get("frag_reward") or table.get("frag_reward", 0.0)
+    game_args = config.game_args or preset.get("game_args") or table.get("game_args", "")
+    bots = config.bots if config.bots is not None else preset.get("bots", 0)
+    for key, value, kinds in (("frag_reward", frag_reward, (int, float)), ("game_args", game_args, (str,)),
+                              ("bots", bots, (int,))):
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise ConfigError(f"preset for {scenario}: {key} must be a {kinds[0].__name__}, got {value!r}")
+    return {"game_args": game_args, "bots": bots, "frag_reward": float(frag_reward)}
+
+
+def deathmatch_preset(config: TrainConfig, preset: dict[str, Any]) -> dict[str, Any]:
+    """The preset the shaping is read from: with --bots on a map whose preset hosts no deathmatch and sets no shaping
+    of its own, the [deathmatch] table's shaping stands in for the defaults' health shaping."""
+    table = deathmatch_table(config, preset)
+    if not table or preset.get("reward_shaping"):
+        return preset
+    return {**preset, "reward_shaping": table.get("reward_shaping", [])}
 
 
 def named_values(scenario: str, key: str, value: Any, loss_weight: bool = False) -> list[list]:

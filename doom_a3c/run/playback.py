@@ -24,11 +24,13 @@ class EpisodeSummary(NamedTuple):
     gif: str  # the first video written (the GIF unless --video mp4)
     videos: list[str]
     frames: int  # video frames: every game tic for ViZDoom, one per step otherwise
+    match: dict | None = None  # a deathmatch: frags, deaths, frags_per_minute, place, players; None otherwise
 
 
-def play_episode(agent: Agent, env: GameEnv) -> tuple[float, int, list[np.ndarray]]:
-    """One whole game: (reward, steps, the screens a person sees). ViZDoom games show every tic. An Atari life
-    loss resets the LSTM (the agent reads it in `info`), as in training, and the game goes on."""
+def play_episode(agent: Agent, env: GameEnv) -> tuple[float, int, list[np.ndarray], dict | None]:
+    """One whole game: (reward, steps, the screens a person sees, a deathmatch's report of the match or None).
+    ViZDoom games show every tic. An Atari life loss resets the LSTM (the agent reads it in `info`), as in
+    training, and the game goes on."""
     tic_by_tic = hasattr(env.game, "record_tics")  # ViZDoom: a frame per tic, not per frame_skip tics
     if tic_by_tic:
         env.game.record_tics = True
@@ -42,7 +44,7 @@ def play_episode(agent: Agent, env: GameEnv) -> tuple[float, int, list[np.ndarra
             frames.extend(env.game.tic_screens)
         elif not game_over:
             frames.append(env.render())
-    return total, length, frames
+    return total, length, frames, info.get("match")
 
 
 def seconds_per_frame(env: GameEnv) -> float:
@@ -65,9 +67,9 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
     summaries = []
     try:
         for index in range(episodes):
-            total, length, frames = play_episode(agent, env)
+            total, length, frames, match = play_episode(agent, env)
             paths = write_video(os.path.join(out, f"episode_{index + 1:03d}"), frames, seconds_per_frame(env), video)
-            summaries.append(EpisodeSummary(total, length, paths[0], paths, len(frames)))
+            summaries.append(EpisodeSummary(total, length, paths[0], paths, len(frames), match))
     finally:
         env.close()
     rewards = [s.reward for s in summaries]
@@ -99,7 +101,10 @@ def main(model: str, out: str, episodes: int, greedy: bool, seed: int, video: st
         return 2
     rewards = np.array([s.reward for s in summaries])
     for i, s in enumerate(summaries, 1):
-        print(f"episode {i}: reward {s.reward:.1f}, {s.length} steps -> {', '.join(s.videos)}")
+        match = "" if s.match is None else (f" ({s.match['frags']:g} frags, {s.match['deaths']:g} deaths, "
+                                            f"{s.match['frags_per_minute']:.2f} frags/min, place "
+                                            f"{s.match['place']:g} of {s.match['players']:g})")
+        print(f"episode {i}: reward {s.reward:.1f}{match}, {s.length} steps -> {', '.join(s.videos)}")
     print(f"mean reward {rewards.mean():.1f} +- {rewards.std():.1f} over {len(rewards)} episodes; "
           f"results in {os.path.join(out, 'results.json')}")
     return 0

@@ -25,6 +25,8 @@ from doom_a3c.envs.doom.scenario_files import find_doom_scenario
 from doom_a3c.envs.scenario import ATARI, DOOM, IMAGE, VECTOR, environment_kind
 from doom_a3c.errors import ConfigError
 from doom_a3c.run.doom_values import (
+    deathmatch_host,
+    deathmatch_preset,
     doom_action_heads,
     doom_actions,
     doom_cfg_lists,
@@ -135,12 +137,11 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         values.update(scenario_path=cfg_path, actions=[list(combo) for combo in actions], action_set=action_set,
                       action_heads=action_heads,
                       crop=[float(x) for x in (config.crop or preset.get("crop", NO_CROP))],
-                      game_args=config.game_args or str(preset.get("game_args", "")),
-                      bots=config.bots or int(preset.get("bots", 0)),
-                      frag_reward=config.frag_reward or float(preset.get("frag_reward", 0.0)),
+                      **deathmatch_host(name, config, preset),
                       color=config.color if config.color is not None else bool(preset.get("color", False)),
                       **doom_variables(name, config, preset, cfg_variables),
-                      reward_shaping=shaping_entries(name, config, preset, cfg_variables),
+                      reward_shaping=shaping_entries(name, config, deathmatch_preset(config, preset),
+                                                     cfg_variables),
                       bootstrap_timeout=preset_bool(name, preset, "bootstrap_timeout", config.bootstrap_timeout),
                       **exploration_values(name, config, preset))
     else:
@@ -153,7 +154,8 @@ def _gym_values(config: TrainConfig, kind: str, values: dict[str, Any]) -> dict[
     and an image env's Dict vectors as game variables (standardised, as a .cfg's are, unless told otherwise)."""
     from doom_a3c.envs.gym.factory import describe_gym_env
 
-    doom_only = {"action-set": config.action_set not in (None, "buttons"), "cfg-variables": config.cfg_variables,
+    doom_only = {"bots": config.bots, "action-set": config.action_set not in (None, "buttons"),
+                 "cfg-variables": config.cfg_variables,
                  "policy-heads": config.policy_heads != "flat", "fine-turns": config.fine_turns}
     pixels_only = {"normalize-variables": config.normalize_variables, "color": config.color}
     for flags, where in ((doom_only, "ViZDoom scenarios"), (pixels_only, "ViZDoom scenarios and image envs")):
@@ -161,7 +163,7 @@ def _gym_values(config: TrainConfig, kind: str, values: dict[str, Any]) -> dict[
         if given and not (flags is pixels_only and kind == IMAGE):
             raise ConfigError(f"{', '.join(given)}: for {where} only, not {config.scenario}")
     gym = {"crop": config.crop or NO_CROP, "color": bool(config.color), "action_set": "buttons",
-           "cfg_variables": False}
+           "cfg_variables": False, "bots": 0}
     facts = describe_gym_env(dataclasses.replace(config, **values, **gym))
     variables = [[name, 1.0] for name in facts.variable_names]
     normalize = config.normalize_variables if config.normalize_variables is not None else True

@@ -46,6 +46,8 @@ FIELDS_BEFORE_ATARI_RECIPE: dict = {"frame_stack": 1,
                                     "weight_init": "glorot", "activation": "elu",
                                     # before --precision and --jit-compile: float32, no XLA
                                     "precision": "float32", "jit_compile": False}
+# Saved before --bots was a flag (a preset's value, 0 without one, was saved already) or before bots existed: none.
+FIELDS_BEFORE_BOTS_FLAG: dict = {"bots": 0}
 
 
 def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -> TrainConfig:
@@ -66,6 +68,9 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
     fixed = [name for name in (*FIELDS_BEFORE_ACTION_SETS, "color", "frame_stack")
              if name in given and given[name] != getattr(saved, name)]
+    if given.get("bots") and not saved.plays_deathmatch():
+        raise ConfigError(f"{where} was not trained as a deathmatch host (its games have no -deathmatch): --bots "
+                          f"{given['bots']} cannot make it one on --resume; start a new run in another --model-dir")
     if "entropy_target" in given and (given["entropy_target"] > 0) != (saved.entropy_target > 0):
         fixed.append("entropy_target")  # on or off: the checkpoint holds the entropy multiplier or not
     if "optimizer" in given and given["optimizer"] != saved.optimizer:
@@ -99,6 +104,9 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
             data[key] = None
     if data.get("env_processes") is None:  # saved before games had child processes by default: as trained
         data["env_processes"] = 0
+    for key, value in FIELDS_BEFORE_BOTS_FLAG.items():  # saved before --bots was a flag (or before bots): none
+        if data.get(key) is None:
+            data[key] = value
     for key, value in FIELDS_BEFORE_ALE_VECTOR.items():
         if data.get(key) is None:
             data[key] = value

@@ -10,10 +10,19 @@ from collections import deque
 import numpy as np
 
 from doom_a3c.config import TrainConfig
+from doom_a3c.envs.doom.shaping import MATCH_FIELDS
 from doom_a3c.quiet_import import tf
 from doom_a3c.runtime.files import atomic_write_text
 
 CSV_FIELDS = ["wall_s", "env_steps", "episode", "worker", "reward", "length"]
+# A deathmatch run's progress.csv adds MATCH_FIELDS after these: frags, deaths, frags_per_minute, place.
+MATCH_TAGS = {"frags": "Match/Frags", "deaths": "Match/Deaths", "frags_per_minute": "Match/Frags per Minute",
+              "place": "Match/Place"}
+
+
+def progress_fields(config: TrainConfig) -> list[str]:
+    """progress.csv's columns: CSV_FIELDS, and a deathmatch's MATCH_FIELDS after them."""
+    return CSV_FIELDS + (MATCH_FIELDS if config.plays_deathmatch() else [])
 
 
 EVAL_FIELDS = ["wall_s", "env_steps", "episodes", "mean", "std", "min", "max"]
@@ -50,8 +59,9 @@ def write_rows(path: str, fields: list[str], rows: list[dict[str, float]]) -> No
 def read_progress(path: str) -> list[dict[str, float]]:
     if not os.path.exists(path):
         return []
-    with open(path, newline="") as handle:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+    with open(path, newline="") as handle:  # a column an older file lacks, or an empty cell: NaN
+        return [{k: float(v) if v not in (None, "") else float("nan") for k, v in row.items()}
+                for row in csv.DictReader(handle)]
 
 
 class RunLog:
@@ -66,24 +76,34 @@ class RunLog:
         self.curve_steps = array("d", (r["env_steps"] for r in rows))
         self.curve_wall = array("d", (r["wall_s"] for r in rows))
         self.curve_rewards = array("d", (r["reward"] for r in rows))
-        write_rows(self.csv_path, CSV_FIELDS, rows)
+        self.fields = progress_fields(config)
+        # A run resumed from a checkpoint older than a column gets the column, empty in its earlier rows.
+        write_rows(self.csv_path, self.fields, [{k: r.get(k, float("nan")) for k in self.fields} for r in rows])
         self._csv = open(self.csv_path, "a", newline="")
         self._csv_writer = csv.writer(self._csv)
         self.recent_rewards: deque[float] = deque((r["reward"] for r in rows[-100:]), maxlen=100)
         self._unsummarised: list[tuple[float, int, float]] = []  # (reward, length, mean value) since the last write
+        self._unsummarised_matches: list[dict[str, float]] = []
+        self.recent_frags_per_minute: deque[float] = deque(
+            (r["frags_per_minute"] for r in rows[-100:] if "frags_per_minute" in r), maxlen=100)
         self.writer = tf.summary.create_file_writer(os.path.join(model_dir, "tensorboard"))
         with self.writer.as_default():
             table = "\n".join(f"| {k} | {v} |" for k, v in sorted(vars(config).items()))
             tf.summary.text("Config/Hyperparameters", "| parameter | value |\n|---|---|\n" + table, step=0)
 
     def episode(self, wall_s: float, env_steps: int, episode: int, worker: int, reward: float, length: int,
-                mean_value: float) -> None:
+                mean_value: float, match: dict[str, float] | None = None) -> None:
+        """One finished episode's row; `match`: a deathmatch's report (its columns are empty without one)."""
         row = {"wall_s": round(wall_s, 2), "env_steps": env_steps, "episode": episode, "worker": worker,
                "reward": reward, "length": length}
+        row.update({k: (match or {}).get(k, float("nan")) for k in self.fields[len(CSV_FIELDS):]})
+        if match is not None and len(self.fields) > len(CSV_FIELDS):
+            self._unsummarised_matches.append(match)
+            self.recent_frags_per_minute.append(match["frags_per_minute"])
         self.curve_steps.append(env_steps)
         self.curve_wall.append(row["wall_s"])
         self.curve_rewards.append(reward)
-        self._csv_writer.writerow([_format(row[k]) for k in CSV_FIELDS])
+        self._csv_writer.writerow([_format(row[k]) for k in self.fields])
         self.recent_rewards.append(reward)
         self._unsummarised.append((reward, length, mean_value))
 
@@ -91,6 +111,11 @@ class RunLog:
         """TensorBoard's Perf/ scalars for the episodes logged since the last call: their means, so one
         write per batch. Doom ends an episode every few seconds (one point per episode); CartPole ends
         hundreds per second, and a summary op per episode starved the coordinator (9 ms each under load)."""
+        if self._unsummarised_matches:
+            with self.writer.as_default(step=env_steps):
+                for key, tag in MATCH_TAGS.items():
+                    tf.summary.scalar(tag, np.mean([m[key] for m in self._unsummarised_matches]))
+            self._unsummarised_matches.clear()
         if not self._unsummarised:
             return
         reward, length, value = np.mean(self._unsummarised, axis=0)
@@ -100,6 +125,13 @@ class RunLog:
             tf.summary.scalar("Perf/Length", length)
             tf.summary.scalar("Perf/Value", value)
             tf.summary.scalar("Perf/Mean Reward (100 episodes)", self.mean_reward())
+
+    def mean_frags_per_minute(self) -> float | None:
+        """A deathmatch run's mean frags a minute over its last 100 matches (NaN before the first); None otherwise."""
+        if len(self.fields) == len(CSV_FIELDS):
+            return None
+        values = [v for v in self.recent_frags_per_minute if not np.isnan(v)]
+        return float(np.mean(values)) if values else float("nan")
 
     def mean_reward(self) -> float:
         return float(np.mean(self.recent_rewards)) if self.recent_rewards else float("nan")
@@ -158,4 +190,6 @@ def moving_mean(values: np.ndarray, window: int) -> np.ndarray:
 
 
 def _format(value: float) -> str:
+    if np.isnan(value):
+        return ""  # a column this row has no value for
     return str(int(value)) if float(value).is_integer() else f"{value:.4f}".rstrip("0")

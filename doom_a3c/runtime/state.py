@@ -19,6 +19,7 @@ class EpisodeResult(NamedTuple):
     mean_value: float
     frames: list[np.ndarray] | None  # full-resolution RGB screens, when this episode was recorded
     seconds_per_frame: float = 0.0  # game time per recorded frame: a ViZDoom tic; 0.0 = one frame per step
+    match: dict | None = None  # a deathmatch's report of the match: frags, deaths, frags_per_minute, place, players
 
 
 class GameRestart(NamedTuple):

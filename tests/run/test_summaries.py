@@ -2,6 +2,7 @@
 import os
 
 import numpy as np
+import pytest
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.run.summaries import EVAL_FIELDS, RunLog, append_evaluation, moving_mean, read_progress, trim_evaluations
@@ -48,3 +49,43 @@ def test_a_resume_trims_eval_csv_to_the_checkpoint_it_resumes_from(tmp_path):
     assert open(path).readline().strip() == ",".join(EVAL_FIELDS)
     trim_evaluations(str(tmp_path / "none.csv"), 0)  # no eval.csv yet: nothing to do
     assert not os.path.exists(tmp_path / "none.csv")
+
+
+def test_a_deathmatch_run_adds_match_columns_and_others_keep_theirs(tmp_path):
+    from doom_a3c.run.summaries import CSV_FIELDS, progress_fields
+
+    deathmatch = TrainConfig(model_dir=str(tmp_path), env_kind="doom", game_args="-host 1 -deathmatch", bots=7)
+    assert progress_fields(deathmatch) == CSV_FIELDS + ["frags", "deaths", "frags_per_minute", "place"]
+    assert progress_fields(TrainConfig(env_kind="doom")) == CSV_FIELDS  # a single-player map
+    assert progress_fields(TrainConfig(env_kind="atari", game_args="-deathmatch")) == CSV_FIELDS
+    log = RunLog(str(tmp_path), deathmatch)
+    assert log.mean_frags_per_minute() != log.mean_frags_per_minute()  # NaN before the first match
+    match = {"frags": 3.0, "deaths": 2.0, "frags_per_minute": 0.3, "place": 2.0, "players": 8.0}
+    log.episode(wall_s=1.0, env_steps=100, episode=1, worker=0, reward=3.0, length=5250, mean_value=0.0, match=match)
+    log.episode(wall_s=2.0, env_steps=200, episode=2, worker=1, reward=-1.0, length=5250, mean_value=0.0,
+                match={**match, "frags": -1.0, "frags_per_minute": -0.1, "place": 8.0})
+    log.summarise_episodes(200)
+    assert log.mean_frags_per_minute() == pytest.approx(0.1)
+    log.close()
+    path = os.path.join(tmp_path, "progress.csv")
+    assert open(path).readline().strip() == "wall_s,env_steps,episode,worker,reward,length,frags,deaths," \
+                                            "frags_per_minute,place"
+    rows = read_progress(path)
+    assert [(r["frags"], r["deaths"], r["frags_per_minute"], r["place"]) for r in rows] == [
+        (3.0, 2.0, 0.3, 2.0), (-1.0, 2.0, -0.1, 8.0)]
+
+
+def test_an_older_progress_csv_resumed_as_a_deathmatch_gets_the_columns_empty(tmp_path):
+    """A cig run saved before the match columns: its rows are kept, their new cells empty (NaN when read)."""
+    path = os.path.join(tmp_path, "progress.csv")
+    with open(path, "w") as handle:
+        handle.write("wall_s,env_steps,episode,worker,reward,length\n1.5,10,1,0,2,5250\n")
+    deathmatch = TrainConfig(model_dir=str(tmp_path), env_kind="doom", game_args="-host 1 -deathmatch", bots=7)
+    log = RunLog(str(tmp_path), deathmatch, resumed_episodes=1)
+    log.episode(wall_s=3.0, env_steps=20, episode=2, worker=0, reward=1.0, length=5250, mean_value=0.0,
+                match={"frags": 1.0, "deaths": 0.0, "frags_per_minute": 0.1, "place": 1.0, "players": 8.0})
+    log.close()
+    lines = open(path).read().splitlines()
+    assert lines[1] == "1.5,10,1,0,2,5250,,,," and lines[2] == "3,20,2,0,1,5250,1,0,0.1,1"
+    rows = read_progress(path)
+    assert np.isnan(rows[0]["frags"]) and rows[1]["frags"] == 1.0 and [r["reward"] for r in rows] == [2.0, 1.0]

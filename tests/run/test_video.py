@@ -81,7 +81,7 @@ def test_a_played_basic_episode_gif_has_a_frame_per_tic(tmp_path):
     try:
         spec = spec_of(env.game)
         agent = Agent(build_network(config, spec, "global"), config, spec, "untrained", 0, seed=2)
-        reward, length, frames = play_episode(agent, env)
+        reward, length, frames, _ = play_episode(agent, env)
         tics = env.game._game.get_episode_time() - env.game._game.get_episode_start_time()
     finally:
         env.close()

@@ -7,11 +7,13 @@ import numpy as np
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.action_sets import is_first_half, missing_buttons, pressed_button, tic_value
+from doom_a3c.envs.doom.shaping import VariableShaping, match_report
 from doom_a3c.envs.engine import leash_engine
 from doom_a3c.envs.interface import Step, observation_dtype, preprocess_frame
 from doom_a3c.errors import ConfigError
 
 DOOM_TICS_PER_SECOND = 35
+MAX_PLAYERS = 16  # PLAYER1_FRAGCOUNT ... PLAYER16_FRAGCOUNT
 
 
 def button_names(game) -> list[str]:
@@ -74,18 +76,25 @@ class DoomEnvironment:
         self._frag_reward = config.frag_reward
         if self._frag_reward:
             self._game.add_available_game_variable(vzd.GameVariable.FRAGCOUNT)
-        self._bots = config.bots
+        self._bots = config.bots or 0  # None: a config made by hand, never resolved
         self._frags = 0.0
         # Variables the engine must report: the network's and the shaping's (the cfg may list none of them).
         self._variable_names = [getattr(vzd.GameVariable, name) for name, _ in config.game_variables]
         self._variable_scales = np.array([scale for _, scale in config.game_variables], np.float32)
-        self._shaping_names = [getattr(vzd.GameVariable, entry[0]) for entry in config.reward_shaping]
-        # [name, reward per unit] pays rises and falls alike; [name, per unit gained, per unit lost] apart.
-        self._shaping_gains = np.array([entry[1] for entry in config.reward_shaping], np.float64)
-        self._shaping_losses = np.array([entry[-1] for entry in config.reward_shaping], np.float64)
-        for variable in dict.fromkeys(self._variable_names + self._shaping_names):
-            self._game.add_available_game_variable(variable)
-        self._shaping_last = np.zeros(len(self._shaping_names))
+        self._shaper = VariableShaping(config.reward_shaping)
+        self._shaping_names = [getattr(vzd.GameVariable, name) for name in self._shaper.names]
+        # A deathmatch's episodes are matches, reported at their end; a death (DEATHCOUNT rising: the engine may
+        # respawn the player within the step) restarts the shaping of what a respawn resets.
+        self._match = config.plays_deathmatch()
+        variable = vzd.GameVariable
+        self._deaths_variable = variable.DEATHCOUNT
+        self._counts_deaths = bool(self._shaping_names) or self._match
+        self._deaths = self._deaths_at_start = 0.0
+        self._match_variables = [variable.FRAGCOUNT, variable.PLAYER_COUNT] + [
+            getattr(variable, f"PLAYER{i}_FRAGCOUNT") for i in range(1, MAX_PLAYERS + 1)] if self._match else []
+        extra = [self._deaths_variable] if self._counts_deaths else []
+        for tracked in dict.fromkeys(self._variable_names + self._shaping_names + extra + self._match_variables):
+            self._game.add_available_game_variable(tracked)
         self._exploration_reward = config.exploration_reward
         self._exploration_cell = config.exploration_cell
         self._position = [vzd.GameVariable.POSITION_X, vzd.GameVariable.POSITION_Y]
@@ -141,7 +150,7 @@ class DoomEnvironment:
         """Changes count from now (an episode start, a respawn's refilled health and ammo pay nothing), and
         only the cell the player stands in is visited."""
         if self._shaping_names:
-            self._shaping_last = self._variables(self._shaping_names)
+            self._shaper.restart(self._variables(self._shaping_names))
         if self._exploration_reward:
             self._visited = {self._cell()}
 
@@ -165,16 +174,13 @@ class DoomEnvironment:
         """What a finished episode's step returns (never acted on: the caller resets)."""
         return np.zeros((), self._record) if self._record is not None else np.zeros(self.observation_shape, np.uint8)
 
-    def _shaping(self) -> float:
-        """The preset's learning bonus for this step: the changes of the shaping variables, and the
-        exploration reward when the player enters a cell not yet visited this episode (0 without either)."""
+    def _shaping(self, respawned: bool = False) -> float:
+        """The preset's learning bonus for this step: the changes of the shaping variables (after a death the
+        player lives on from, the counters' alone), and the exploration reward when the player enters a cell not
+        yet visited this episode (0 without either)."""
         bonus = 0.0
         if self._shaping_names:
-            now = self._variables(self._shaping_names)
-            change = now - self._shaping_last
-            bonus += float(np.dot(np.maximum(change, 0), self._shaping_gains)
-                           + np.dot(np.minimum(change, 0), self._shaping_losses))
-            self._shaping_last = now
+            bonus += self._shaper.bonus(self._variables(self._shaping_names), respawned)
         if self._exploration_reward and not self._game.is_episode_finished():
             cell = self._cell()
             if cell not in self._visited:
@@ -190,9 +196,26 @@ class DoomEnvironment:
         self._game.new_episode()
         for _ in range(self._bots):
             self._game.send_game_command("addbot")
-        self._frags = 0.0
+        self._frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT) if self._frag_reward else 0.0
+        if self._counts_deaths:  # DEATHCOUNT goes on from the last match's
+            self._deaths = self._deaths_at_start = self._game.get_game_variable(self._deaths_variable)
         self._restart_shaping()
         return self._observe()
+
+    def _died(self) -> bool:
+        """Whether the player died during the last step (respawned since or not)."""
+        dead = self._game.is_player_dead()
+        if self._counts_deaths:
+            deaths, self._deaths = self._deaths, self._game.get_game_variable(self._deaths_variable)
+            dead = dead or self._deaths > deaths
+        return dead
+
+    def match_report(self) -> dict[str, float]:
+        """The match so far: frags, deaths, frags a minute of game time, place among all players (bots too)."""
+        frags, players = self._variables(self._match_variables[:2])
+        return match_report(frags, self._deaths - self._deaths_at_start, self._game.get_episode_time(),
+                            self._variables(self._match_variables[2:2 + int(players)]),
+                            DOOM_TICS_PER_SECOND)._asdict()
 
     def _advance_tic_by_tic(self, inputs: list[tuple[list[float], int]]) -> float:
         """The inputs' make_action(buttons, tics) one tic at a time, keeping each tic's screen until the episode
@@ -229,13 +252,15 @@ class DoomEnvironment:
             frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT)
             reward += self._frag_reward * (frags - self._frags)
             self._frags = frags
-        shaping = self._shaping()
-        if self._game.is_episode_finished():  # Doom has no lives: the learning terminal is the real end
+        finished = self._game.is_episode_finished()
+        shaping = self._shaping(respawned=self._died() and not finished)
+        if finished:  # Doom has no lives: the learning terminal is the real end
+            match = self.match_report() if self._match else None
             if self._bootstrap_timeout and self._game.is_episode_timeout_reached() and not self._game.is_player_dead():
                 # The engine shows no frame once the episode is over: the last one stands for the state the
                 # timeout cut short, and learning bootstraps from its value.
-                return Step(self._last_observation, float(reward), False, True, shaping, truncated=True)
-            return Step(self._final_observation(), float(reward), True, True, shaping)
+                return Step(self._last_observation, float(reward), False, True, shaping, truncated=True, match=match)
+            return Step(self._final_observation(), float(reward), True, True, shaping, match=match)
         if self._game.is_player_dead():  # deathmatch maps: the episode goes on after a death
             self._game.respawn_player()
             self._restart_shaping()

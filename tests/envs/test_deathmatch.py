@@ -1,0 +1,177 @@
+"""Deathmatch against bots: the learning-only shaping on a trace of game variables (a suicide, deaths, a respawn
+that pays nothing), a match's report (frags, deaths, frags a minute, place), and both through DoomEnvironment
+driven by a scripted fake engine."""
+import dataclasses
+import tomllib
+
+import numpy as np
+import pytest
+
+from doom_a3c.config import TrainConfig
+from doom_a3c.envs.doom import game as game_module
+from doom_a3c.envs.doom.shaping import MatchReport, VariableShaping, match_report
+from doom_a3c.run.presets import PRESETS_DIR
+
+CIG = tomllib.loads((PRESETS_DIR / "cig.toml").read_text())
+NAMES = ["FRAGCOUNT", "DEATHCOUNT", "HITCOUNT", "DAMAGECOUNT", "HEALTH", "ARMOR", "WEAPON3", "AMMO3"]
+
+
+def cig_shaping(names=NAMES) -> list:
+    entries = {entry[0]: entry for entry in CIG["reward_shaping"]}
+    return [entries[name] for name in names]
+
+
+def test_cig_weights_are_the_ones_these_hand_numbers_use():
+    assert cig_shaping() == [["FRAGCOUNT", 0.0, 0.5], ["DEATHCOUNT", -0.75, 0.0], ["HITCOUNT", 0.01, 0.0],
+                             ["DAMAGECOUNT", 0.003, 0.0], ["HEALTH", 0.005, 0.003], ["ARMOR", 0.005, 0.001],
+                             ["WEAPON3", 0.1, 0.05], ["AMMO3", 0.001, 0.0005]]
+
+
+def test_shaping_on_a_trace_of_game_variables_by_hand():
+    shaping = VariableShaping(cig_shaping())
+    #                  frags deaths hits damage health armor shotgun shells
+    shaping.restart([0, 0, 0, 0, 100, 0, 0, 0])
+    trace = [
+        # two hits for 30 damage: 2 x 0.01 + 30 x 0.003
+        ([0, 0, 2, 30, 100, 0, 0, 0], False, 0.02 + 0.09),
+        # a frag (the score's +1, not the shaping's), then a shotgun and 8 shells picked up: 0.1 + 8 x 0.001
+        ([1, 0, 2, 30, 100, 0, 1, 8], False, 0.1 + 0.008),
+        # 40 health lost and a shell spent: -40 x 0.003 - 0.0005
+        ([1, 0, 2, 30, 60, 0, 1, 7], False, -0.12 - 0.0005),
+        # a medikit and armour: 25 x 0.005 + 100 x 0.005
+        ([1, 0, 2, 30, 85, 100, 1, 7], False, 0.125 + 0.5),
+        # a suicide, respawned within the step: the lost frag -0.5 and the death -0.75; the respawn's full health,
+        # no armour, no shotgun and no shells pay nothing
+        ([0, 1, 2, 30, 100, 0, 0, 0], True, -0.5 - 0.75),
+        # the respawned player walks on: nothing changed, nothing paid
+        ([0, 1, 2, 30, 100, 0, 0, 0], False, 0.0),
+        # killed by a bot after hitting it once: +0.01 and -0.75; health at -20 pays nothing
+        ([0, 2, 3, 30, -20, 0, 0, 0], True, 0.01 - 0.75),
+    ]
+    for values, respawned, expected in trace:
+        assert shaping.bonus(np.array(values, float), respawned) == pytest.approx(expected)
+    # Still dead at the step's end: the game respawns the player and restarts the shaping there (DoomEnvironment),
+    # so the jump from -20 to 100 health is no pick-up.
+    shaping.restart([0, 2, 3, 30, 100, 0, 0, 0])
+    assert shaping.bonus(np.array([0, 2, 3, 30, 100, 0, 0, 0], float)) == 0.0
+
+
+def test_without_the_respawn_rule_the_same_death_would_pay_a_pick_up():
+    """The check above can fail: a respawn counted as changes pays the full health back."""
+    shaping = VariableShaping(cig_shaping(["DEATHCOUNT", "HEALTH"]))
+    shaping.restart([0, 40])
+    assert shaping.bonus(np.array([1, 100.0]), respawned=False) == pytest.approx(-0.75 + 60 * 0.005)
+    shaping.restart([0, 40])
+    assert shaping.bonus(np.array([1, 100.0]), respawned=True) == pytest.approx(-0.75)
+
+
+def test_match_report_by_hand():
+    # 10 minutes of game time (21,000 tics at 35 a second), 3 frags, 2 deaths: 0.3 frags a minute. The agent's 3
+    # among 8 players: one bot has more (5), one as many (3): place 2.
+    report = match_report(3, 2, 21_000, [3, 5, 3, -1, 0, 0, 2, 1])
+    assert report == MatchReport(frags=3.0, deaths=2.0, frags_per_minute=pytest.approx(0.3), place=2.0, players=8.0)
+    # A shorter match counts its own minutes: 2 frags in 3 minutes (6,300 tics); the most frags, shared: place 1.
+    short = match_report(2, 0, 6_300, [2, 2, -1])
+    assert short.frags_per_minute == pytest.approx(2 / 3) and short.place == 1.0 and short.players == 3.0
+    assert match_report(-1, 1, 35 * 60, [-1, 0]).place == 2.0  # a suicide alone: last
+    assert match_report(0, 0, 0, [0]).frags_per_minute == 0.0  # no game time yet
+
+
+# ---- through DoomEnvironment, on a scripted engine --------------------------------------------------------------
+class FakeDoomGame:
+    """A DoomGame that plays a script: each make_action moves to the next row of game variables (by name), with
+    `dead` telling whether the player is dead at the step's end; the last row ends the episode."""
+
+    script: list[dict] = []
+
+    def __init__(self):
+        self.row = {}
+        self.step = 0
+        self.respawns = 0
+        self.commands = []
+
+    def __getattr__(self, name):  # setters and the engine's path: nothing to do
+        return lambda *args, **kwargs: None
+
+    def get_available_buttons(self):
+        return ["Button.ATTACK", "Button.MOVE_FORWARD"]
+
+    def new_episode(self):
+        self.step = 0
+        self.row = self.script[0]
+
+    def send_game_command(self, command):
+        self.commands.append(command)
+
+    def make_action(self, buttons, tics):
+        self.step += 1
+        self.row = self.script[self.step]
+        return 0.0
+
+    def get_game_variable(self, variable):
+        name = str(variable).split(".")[-1].split(":")[0]
+        return float(self.row.get(name, 0.0))
+
+    def is_episode_finished(self):
+        return self.step == len(self.script) - 1
+
+    def is_player_dead(self):
+        return bool(self.row.get("dead", False))
+
+    def respawn_player(self):
+        self.respawns += 1
+        self.row = {**self.row, **self.row["respawned"]}
+
+    def get_state(self):
+        class State:
+            screen_buffer = np.zeros((12, 16, 3), np.uint8)
+
+        return State()
+
+    def get_episode_time(self):
+        return self.step * 4
+
+    def is_episode_timeout_reached(self):
+        return False
+
+
+def fake_config(**overrides) -> TrainConfig:
+    return TrainConfig(env_kind="doom", scenario_path=__file__, actions=[["ATTACK"], ["MOVE_FORWARD"]], frame_skip=4,
+                       reward_scale=1.0, clip_rewards=False, env_processes=0, ale_vector=False, frame_size=20, crop=[0.0] * 4,
+                       game_args="-host 1 -deathmatch", bots=2, frag_reward=1.0,
+                       reward_shaping=cig_shaping(["FRAGCOUNT", "DEATHCOUNT", "HEALTH"]), **overrides)
+
+
+def test_doom_environment_shapes_and_reports_a_match(monkeypatch):
+    import vizdoom
+
+    start = {"FRAGCOUNT": 0, "DEATHCOUNT": 4, "HEALTH": 100, "PLAYER_COUNT": 3,  # DEATHCOUNT: the last match's 4
+             "PLAYER1_FRAGCOUNT": 0, "PLAYER2_FRAGCOUNT": 0, "PLAYER3_FRAGCOUNT": 0}
+    FakeDoomGame.script = [
+        start,
+        # a frag: +1 in the score, nothing in the shaping; 30 health lost
+        {**start, "FRAGCOUNT": 1, "PLAYER1_FRAGCOUNT": 1, "HEALTH": 70},
+        # a suicide the engine respawned within the step: score -1, shaping -0.5 - 0.75, the full health free
+        {**start, "DEATHCOUNT": 5, "HEALTH": 100},
+        # killed by a bot and still dead at the step's end: -0.75, then respawned by the game at 100 health
+        {**start, "DEATHCOUNT": 6, "HEALTH": -10, "PLAYER2_FRAGCOUNT": 1, "dead": True, "respawned": {"HEALTH": 100}},
+        # the match ends: a frag, and a bot with 2
+        {**start, "DEATHCOUNT": 6, "HEALTH": 100, "FRAGCOUNT": 1, "PLAYER1_FRAGCOUNT": 1, "PLAYER2_FRAGCOUNT": 1,
+         "PLAYER3_FRAGCOUNT": 2},
+    ]
+    monkeypatch.setattr(vizdoom, "DoomGame", FakeDoomGame)
+    env = game_module.DoomEnvironment(fake_config())
+    env.reset()
+    assert env._game.commands == ["addbot", "addbot"]
+    steps = [env.step(0) for _ in range(4)]
+    assert [s.reward for s in steps] == [1.0, -1.0, 0.0, 1.0]
+    assert [s.shaping for s in steps] == pytest.approx([-0.09, -1.25, -0.75, 0.0])
+    assert env._game.respawns == 1
+    assert [s.match for s in steps[:3]] == [None] * 3 and steps[3].game_over
+    assert steps[3].match == {"frags": 1.0, "deaths": 2.0, "frags_per_minute": pytest.approx(1 / (16 / 35 / 60)),
+                              "place": 2.0, "players": 3.0}
+    # A map that is no deathmatch host reports no match.
+    monkeypatch.setattr(vizdoom, "DoomGame", FakeDoomGame)
+    single = game_module.DoomEnvironment(dataclasses.replace(fake_config(), game_args="", bots=0))
+    single.reset()
+    assert all(single.step(0).match is None for _ in range(4))
