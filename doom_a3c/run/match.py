@@ -21,12 +21,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from doom_a3c.config import TrainConfig
+from doom_a3c.envs.doom.action_sets import missing_buttons
+from doom_a3c.envs.doom.game import locate_cfg
 from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, Seat, free_udp_port, is_multiplayer,
                                             kill_match_engines, seat_game_args, time_limit)
 from doom_a3c.envs.engine import quiet_engines
 from doom_a3c.envs.factory import make_environment
 from doom_a3c.errors import CheckpointError, ConfigError, one_line
 from doom_a3c.run.agent import PLAY_SEED_OFFSET, Agent, load_agent
+from doom_a3c.run.doom_values import doom_buttons
 from doom_a3c.run.recording import VIDEO_FORMATS, write_video
 from doom_a3c.run.saved_config import upgrade_saved_config
 from doom_a3c.runtime.checkpoint import read_checkpoint, resolve_prefix
@@ -124,6 +127,17 @@ def match_map(model_config: TrainConfig, scenario: str | None) -> TrainConfig:
     return config
 
 
+def check_buttons(checked: list[tuple[str, TrainConfig]], map_config: TrainConfig) -> None:
+    """Every player's action set presses only buttons the match's .cfg makes available (read without an engine)."""
+    cfg_path = locate_cfg(map_config.scenario_path)
+    buttons = doom_buttons(cfg_path)
+    for prefix, config in checked:
+        unknown = missing_buttons(config.actions, buttons)
+        if unknown:
+            raise ConfigError(f"{prefix} acts with buttons {unknown} that the match's {os.path.basename(cfg_path)} "
+                              f"does not make available ({buttons})")
+
+
 def seat_config(config: TrainConfig, map_config: TrainConfig, seat: Seat, bots: int) -> TrainConfig:
     """A player's own config seated in a match: the map's .cfg (its map and buttons) and engine arguments for its
     seat; the host adds the bots. Action set, frame size, frame skip and game variables stay the player's."""
@@ -192,6 +206,7 @@ def play_matches(model: str, opponents: list[str], out: str, matches: int = 1, b
         raise ConfigError(f"--match-minutes must be > 0, got {minutes}")
     checked = [checked_config(model, "--model")] + [checked_config(path, "--opponent") for path in opponents]
     map_config = match_map(checked[0][1], scenario)
+    check_buttons(checked, map_config)
     minutes = minutes or time_limit(map_config.game_args) or DEFAULT_MATCH_MINUTES
     ensure_writable_dir(out, "--out")
     quiet_engines()

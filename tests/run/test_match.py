@@ -14,7 +14,8 @@ import time
 import pytest
 
 from doom_a3c.envs.doom.multiplayer import Seat, free_udp_port, is_multiplayer, seat_game_args, time_limit
-from doom_a3c.run.match import places
+from doom_a3c.errors import ConfigError
+from doom_a3c.run.match import check_buttons, places
 from support import assert_one_line_error, descendants, run_in_process, running, wait_for
 
 from conftest import REPO_ROOT
@@ -56,6 +57,19 @@ def test_free_ports_differ_and_can_be_bound():
 
 def test_places_rank_by_frags_and_share_ties():
     assert places([3, 5, 3, None, -1]) == [2, 1, 2, None, 4]
+
+
+def test_an_action_set_with_buttons_the_maps_cfg_lacks_is_refused_before_any_engine():
+    import types
+
+    import vizdoom
+
+    cig = types.SimpleNamespace(scenario_path=os.path.join(vizdoom.scenarios_path, "cig.cfg"))
+    fits = types.SimpleNamespace(actions=[["ATTACK"], ["TURN_LEFT/2", "MOVE_FORWARD"], []])
+    check_buttons([("a", fits)], cig)
+    other = types.SimpleNamespace(actions=[["ATTACK"], ["SELECT_NEXT_WEAPON"]])
+    with pytest.raises(ConfigError, match=r"b acts with buttons \['SELECT_NEXT_WEAPON'\] that the match's cig.cfg"):
+        check_buttons([("a", fits), ("b", other)], cig)
 
 
 # ---- bad input: one line on stderr, exit 2, before TensorFlow -----------------------------------------------------
