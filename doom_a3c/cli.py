@@ -39,14 +39,17 @@ def play_parser() -> argparse.ArgumentParser:
                         help="instead of playing, write the acting step to DIR as a TensorFlow SavedModel "
                              "(DIR/saved_model) and, where the conversion works, DIR/policy.tflite")
     match = parser.add_argument_group("matches", "multiplayer matches between checkpoints of a multiplayer map (cig)")
-    match.add_argument("--opponent", action="append", default=[], metavar="CKPT",
+    # No defaults shown or set (SUPPRESS): a flag given without --opponent is an error, and the help says the default.
+    match.add_argument("--opponent", action="append", default=argparse.SUPPRESS, metavar="CKPT",
                        help="a checkpoint that plays against --model, in an engine of its own with its own config; "
                             "repeat for more players")
-    match.add_argument("--bots", type=int, help="bots the host adds to each match (default 0)")
-    match.add_argument("--match-minutes", type=float,
+    match.add_argument("--bots", type=int, default=argparse.SUPPRESS,
+                       help="bots the host adds to each match (default 0)")
+    match.add_argument("--match-minutes", type=float, default=argparse.SUPPRESS,
                        help="each match's time limit in minutes (default: the map's +timelimit, cig's 10; the "
                             "map's .cfg episode timeout, cig's 12 minutes, still ends it)")
-    match.add_argument("--scenario", help="the map of the matches, a multiplayer scenario (default: --model's own)")
+    match.add_argument("--scenario", default=argparse.SUPPRESS,
+                       help="the map of the matches, a multiplayer scenario (default: --model's own)")
     return parser
 
 
@@ -63,6 +66,9 @@ def play_main(argv: Sequence[str] | None = None) -> int:
         parser.error("--out is required (or --export DIR)")
     if args.episodes <= 0:
         parser.error(f"--episodes must be > 0, got {args.episodes}")
+    for flag in ("opponent", *MATCH_FLAGS):
+        if not hasattr(args, flag):
+            setattr(args, flag, None)
     if args.opponent:
         return match_main(parser, args)
     given = [flag for flag in MATCH_FLAGS if getattr(args, flag) is not None]
