@@ -3,14 +3,17 @@ flags, run, return the exit code. A user error is one line on stderr and exit co
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Sequence
 
 TRAIN_DESCRIPTION = """Train an A3C agent on any of four kinds of environment: `--scenario basic.wad` (ViZDoom),
 `--scenario ALE/Pong-v5` (Atari, any ALE id), `--scenario VizdoomBasic-v1` (gymnasium, image observations; your own
 after `--env-module MODULE`) or `--scenario CartPole-v1` (gymnasium, vector observations)."""
 PLAY_DESCRIPTION = """Watch a trained agent: `--model models/last.ckpt --out /tmp/result` (videos and
-results.json), or export its acting step: `--model models/last.ckpt --export DIR` (a TensorFlow SavedModel,
-and a TFLite file where the conversion works)."""
+results.json); play a multiplayer match of checkpoints: `--model A.ckpt --opponent B.ckpt --out DIR` (each agent
+in its own engine, `--episodes` matches); or export its acting step: `--model models/last.ckpt --export DIR` (a
+TensorFlow SavedModel, and a TFLite file where the conversion works)."""
+MATCH_FLAGS = ("bots", "match_minutes", "scenario")
 
 
 def train_main(argv: Sequence[str] | None = None) -> int:
@@ -27,7 +30,7 @@ def play_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(description=PLAY_DESCRIPTION, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--model", required=True, help="checkpoint prefix (models/last.ckpt) or a run folder")
     parser.add_argument("--out", help="folder for the videos and results.json (needed unless --export)")
-    parser.add_argument("--episodes", type=int, default=3, help="episodes to play")
+    parser.add_argument("--episodes", type=int, default=3, help="episodes to play (matches, with --opponent)")
     parser.add_argument("--greedy", action="store_true", help="take the most likely action instead of sampling")
     parser.add_argument("--seed", type=int, default=0, help="random seed for the game and the action sampling")
     parser.add_argument("--video", choices=VIDEO_FORMATS, default="gif",
@@ -35,7 +38,25 @@ def play_parser() -> argparse.ArgumentParser:
     parser.add_argument("--export", metavar="DIR",
                         help="instead of playing, write the acting step to DIR as a TensorFlow SavedModel "
                              "(DIR/saved_model) and, where the conversion works, DIR/policy.tflite")
+    match = parser.add_argument_group("matches", "multiplayer matches between checkpoints of a multiplayer map (cig)")
+    # No defaults shown or set (SUPPRESS): a flag given without --opponent is an error, and the help says the default.
+    match.add_argument("--opponent", action="append", default=argparse.SUPPRESS, metavar="CKPT",
+                       help="a checkpoint that plays against --model, in an engine of its own with its own config; "
+                            "repeat for more players")
+    match.add_argument("--bots", type=int, default=argparse.SUPPRESS,
+                       help="bots the host adds to each match (default 0)")
+    match.add_argument("--match-minutes", type=float, default=argparse.SUPPRESS,
+                       help="each match's time limit in minutes (default: the map's +timelimit, cig's 10; the "
+                            "map's .cfg episode timeout, cig's 12 minutes, still ends it)")
+    match.add_argument("--scenario", default=argparse.SUPPRESS,
+                       help="the map of the matches, a multiplayer scenario (default: --model's own)")
     return parser
+
+
+def checkpoint_exists(path: str) -> bool:
+    """A checkpoint prefix, its .index file or a run folder is there (read later, after TensorFlow's import)."""
+    path = path[: -len(".index")] if path.endswith(".index") else path
+    return os.path.isdir(path) or os.path.exists(path + ".index")
 
 
 def play_main(argv: Sequence[str] | None = None) -> int:
@@ -45,9 +66,34 @@ def play_main(argv: Sequence[str] | None = None) -> int:
         parser.error("--out is required (or --export DIR)")
     if args.episodes <= 0:
         parser.error(f"--episodes must be > 0, got {args.episodes}")
+    for flag in ("opponent", *MATCH_FLAGS):
+        if not hasattr(args, flag):
+            setattr(args, flag, None)
+    if args.opponent:
+        return match_main(parser, args)
+    given = [flag for flag in MATCH_FLAGS if getattr(args, flag) is not None]
+    if given:
+        parser.error(f"--{given[0].replace('_', '-')} needs --opponent (it sets up a match)")
     from doom_a3c.run.playback import main
 
     return main(args.model, args.out, args.episodes, args.greedy, args.seed, args.video, args.export)
+
+
+def match_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """play.py --opponent: bad flags and missing checkpoints reported before TensorFlow is imported."""
+    if args.export is not None:
+        parser.error("--export writes one agent's acting step: it takes no --opponent")
+    if args.bots is not None and args.bots < 0:
+        parser.error(f"--bots must be >= 0, got {args.bots}")
+    if args.match_minutes is not None and not args.match_minutes > 0:
+        parser.error(f"--match-minutes must be > 0, got {args.match_minutes}")
+    for flag, path in [("--model", args.model)] + [("--opponent", path) for path in args.opponent]:
+        if not checkpoint_exists(path):
+            parser.error(f"{flag}: no checkpoint at {path} (expected {path}.index or a run folder)")
+    from doom_a3c.run.match import main
+
+    return main(args.model, args.opponent, args.out, args.episodes, args.bots or 0, args.match_minutes, args.scenario,
+                args.greedy, args.seed, args.video)
 
 
 def train_command() -> None:

@@ -36,6 +36,12 @@ def leash_engine(game, vizdoom_module) -> None:
     game.set_vizdoom_path(str(ENGINE_LEASH))
 
 
+def quiet_engines() -> None:
+    """Engines this process starts from now on send their own output to /dev/null (engine_leash.sh): a network
+    game's engines print every step of their handshake."""
+    os.environ["DOOM_A3C_ENGINE_QUIET"] = "1"
+
+
 def descendants(pid: int) -> list[int]:
     """The running processes under `pid` (a game process's engines), from one scan of /proc."""
     children: dict[int, list[int]] = {}

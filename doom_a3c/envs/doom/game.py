@@ -7,6 +7,7 @@ import numpy as np
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.action_sets import is_first_half, missing_buttons, pressed_button, tic_value
+from doom_a3c.envs.doom.multiplayer import is_multiplayer
 from doom_a3c.envs.doom.shaping import VariableShaping, match_report
 from doom_a3c.envs.engine import leash_engine
 from doom_a3c.envs.interface import Step, observation_dtype, preprocess_frame
@@ -102,6 +103,11 @@ class DoomEnvironment:
             for variable in self._position:
                 self._game.add_available_game_variable(variable)
         self._visited: set[tuple[int, int]] = set()
+        # A multiplayer game reports its player's frags and deaths (scores(): a match's results).
+        self._score_names = [vzd.GameVariable.FRAGCOUNT, vzd.GameVariable.DEATHCOUNT] \
+            if is_multiplayer(config.game_args) else []
+        for variable in self._score_names:
+            self._game.add_available_game_variable(variable)
         self._bootstrap_timeout = config.bootstrap_timeout
         leash_engine(self._game, vzd)
         try:
@@ -265,6 +271,13 @@ class DoomEnvironment:
             self._game.respawn_player()
             self._restart_shaping()
         return Step(self._observe(), float(reward), False, False, shaping)
+
+    def scores(self) -> dict[str, int]:
+        """This player's frags (a suicide takes one) and deaths so far, in a multiplayer game; also once it ended."""
+        if not self._score_names:
+            raise ConfigError("scores() needs a multiplayer game (game_args with -host, -join or -deathmatch)")
+        frags, deaths = self._variables(self._score_names)
+        return {"frags": int(frags), "deaths": int(deaths)}
 
     def screen(self) -> np.ndarray:
         """The last rendered frame at full resolution, RGB."""
