@@ -15,6 +15,10 @@ from doom_a3c.config import TrainConfig
 from doom_a3c.envs.batch import GameBatch
 from doom_a3c.runtime.state import EpisodeResult, RunState, group_restarts
 
+# A recorded episode keeps its first frames only: 2,100 are 4 minutes of Doom at frame skip 4 (Sample Factory's match
+# length). A whole 12-minute cig match made a 153 MB GIF, whose writing stalled its worker for about 100 s.
+MAX_RECORDED_FRAMES = 2100
+
 
 class Rollout(NamedTuple):
     observations: np.ndarray  # [T, B, *obs]
@@ -130,10 +134,11 @@ class GameRunner:
                 end_values[t] = np.where(result.truncated, final_values, 0.0)
             if self._frames is not None and self._seconds_per_tic and not result.crashes[0]:
                 self._frames.extend(self.games.step_screens(0))  # the episode's last step's tics too
+                del self._frames[MAX_RECORDED_FRAMES:]
             self._track_episodes(result.rewards, values[t], result.game_overs, result.matches)  # true scores
             self._drop_crashed(result.crashes)
-            if self._frames is not None and not self._seconds_per_tic and not (result.game_overs[0] or
-                                                                               result.crashes[0]):
+            if (self._frames is not None and not self._seconds_per_tic and len(self._frames) < MAX_RECORDED_FRAMES
+                    and not (result.game_overs[0] or result.crashes[0])):
                 self._frames.append(self.games.screen(0).copy())
             self._observations = result.observations
             self._starts = dones[t].copy()

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from doom_a3c.algo.rollout import MAX_RECORDED_FRAMES
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.action_sets import missing_buttons
 from doom_a3c.envs.doom.game import locate_cfg
@@ -72,7 +73,7 @@ class PlayerGame(threading.Thread):
                 if step.game_over:
                     break
                 observation = step.observation
-                if self.record:
+                if self.record and len(self.frames) < MAX_RECORDED_FRAMES:  # a match's first 4 minutes
                     self.frames.append(np.array(game.screen()))
             self.finished = True
         except BaseException as error:  # an engine killed, lost or refusing: the watchdog reports it

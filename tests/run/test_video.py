@@ -145,3 +145,23 @@ def test_training_recordings_of_doom_show_every_tic_with_video_tics(tmp_path, pr
         assert (e.length - 1) * config.frame_skip < len(e.frames) <= e.length * config.frame_skip
         assert e.frames[0].shape == (120, 160, 3)
     assert sum(e.frames is None for e in episodes) >= 1  # game 1 is never recorded
+
+
+def test_a_recorded_training_episode_keeps_its_first_frames_only(tmp_path, monkeypatch):
+    """A long episode (a 12-minute cig match) is recorded up to MAX_RECORDED_FRAMES frames: the episode's start;
+    its length and score still count every step."""
+    import doom_a3c.algo.rollout as rollout
+    from doom_a3c.envs.batch import EnvBatch
+    from doom_a3c.runtime.state import RunState
+    from support import CountingEnv, small_config
+
+    monkeypatch.setattr(rollout, "MAX_RECORDED_FRAMES", 5)
+    games = EnvBatch([CountingEnv(0, length=12), CountingEnv(1, length=3)])
+    run = RunState()
+    runner = rollout.GameRunner(0, small_config(tmp_path), games, UniformPolicy(), run, seed=0, record_every=1)
+    episodes = []
+    while not any(e.frames for e in episodes):
+        runner.collect(4)
+        episodes += run.finished_episodes()
+    recorded = next(e for e in episodes if e.frames)
+    assert recorded.length == 12 and len(recorded.frames) == 5  # the reset's screen and the first 4 steps'
