@@ -111,9 +111,11 @@ def shaping_entries(name: str, config: TrainConfig, preset: dict[str, Any], cfg_
 
 
 def deathmatch_table(config: TrainConfig, preset: dict[str, Any]) -> dict[str, Any]:
-    """`scenarios/defaults/doom.toml`'s [deathmatch] table when --bots makes a deathmatch host of a map whose preset
-    hosts none (a user's own map); {} otherwise (cig's preset hosts its own)."""
-    if not config.bots or preset.get("game_args"):
+    """`scenarios/defaults/doom.toml`'s [deathmatch] table for a deathmatch host: a preset that hosts one (cig's,
+    which takes its shaping from there), or a map whose preset hosts none (a user's own) made one by --bots; {}
+    for any other map."""
+    hosts_deathmatch = "-deathmatch" in str(preset.get("game_args", "")).split()
+    if not (hosts_deathmatch or (config.bots and not preset.get("game_args"))):
         return {}
     return dict(own_map_defaults().get(DEATHMATCH, {}))
 
@@ -133,8 +135,8 @@ def deathmatch_host(scenario: str, config: TrainConfig, preset: dict[str, Any]) 
 
 
 def deathmatch_preset(config: TrainConfig, preset: dict[str, Any]) -> dict[str, Any]:
-    """The preset the shaping is read from: with --bots on a map whose preset hosts no deathmatch and sets no shaping
-    of its own, the [deathmatch] table's shaping stands in for the defaults' health shaping."""
+    """The preset the shaping is read from: for a deathmatch host whose preset sets no shaping of its own (cig's, a
+    user's map with --bots), the [deathmatch] table's, in place of the defaults' health shaping."""
     table = deathmatch_table(config, preset)
     if not table or preset.get("reward_shaping"):
         return preset

@@ -42,9 +42,10 @@ def test_bots_on_a_users_map_make_it_a_deathmatch_host(own_map, tmp_path):
 def test_cig_hosts_as_bots_does_and_bots_zero_means_none(tmp_path):
     cig = tomllib.loads((PRESETS_DIR / "cig.toml").read_text())
     table = own_map_defaults()["deathmatch"]
-    assert cig["game_args"] == table["game_args"] and cig["reward_shaping"] == table["reward_shaping"]
-    assert cig["frag_reward"] == table["frag_reward"]
+    assert cig["game_args"] == table["game_args"] and cig["frag_reward"] == table["frag_reward"]
+    assert "reward_shaping" not in cig  # one copy of the weights: the table's
     run = lambda **given: resolve_new_run({"scenario": "cig", "model_dir": str(tmp_path / "m"), **given})  # noqa
+    assert run().reward_shaping == [list(entry) for entry in table["reward_shaping"]] != []
     assert run().bots == 7 and run(bots=3).bots == 3 and run(bots=0).bots == 0
     assert run(bots=0).game_args == cig["game_args"]  # still a deathmatch host: the preset's
 
