@@ -635,3 +635,11 @@ def test_reference_a2c_returns_by_hand_and_its_recipe_is_the_trainers_atari_netw
     ours = reference.ours_as_a_model(config, 4, (84, 84, 4))
     logits, values = ours(tf.zeros((3, 84, 84, 4), tf.uint8))
     assert logits.shape == (3, 4) and values.shape == (3,) and ours.net.conv1.activation.__name__ == "elu"
+
+
+# ---- benchmarks/tools/deathmatch_random.py -------------------------------------------------------------------------
+def test_deathmatch_random_sets_the_match_length_in_the_host_arguments():
+    with_time_limit = load_script("tools/deathmatch_random").with_time_limit
+    assert with_time_limit("-host 1 -deathmatch +timelimit 10.0 +sv_nocrouch 1", 0.5) == \
+        "-host 1 -deathmatch +sv_nocrouch 1 +timelimit 0.5"
+    assert with_time_limit("-host 1", 2) == "-host 1 +timelimit 2"
