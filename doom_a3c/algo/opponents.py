@@ -7,7 +7,7 @@ the pool keeps the latest and up to POOL_SIZE - 1 older ones, and a match's oppo
 probability LATEST_SHARE, else one older snapshot drawn uniformly. The latest keeps the opponents about as strong as
 the learner; the older ones keep it from forgetting how to beat what it beat before (a policy that only ever meets
 its newest self can cycle). Opponents act without gradients, sampling from their policy as the learner does, with
-their own LSTM states; a match's K opponents act in one batched call. Only the learner's experience trains.
+their own LSTM states. Only the learner's experience trains.
 """
 from __future__ import annotations
 
@@ -72,8 +72,8 @@ class OpponentPool:
 
 class FrozenOpponents:
     """One game slot's opponents (doom_a3c/envs/doom/self_play.py's `OpponentPolicy`): at a match's first step
-    a snapshot drawn from the pool is loaded into this slot's own network; then every step is one batched LSTM step
-    of the match's K opponents, with their own states, and an action sampled for each. The network is built in the
+    a snapshot drawn from the pool is loaded into this slot's own network; then each opponent's step is an LSTM step
+    with its own state (several opponents may be stepped in one batch), and an action sampled for each. The network is built in the
     main thread (Keras) and attached before the workers start."""
 
     def __init__(self, pool: OpponentPool, seed: int):
@@ -86,6 +86,7 @@ class FrozenOpponents:
         self._draw_due = False
         self._act = tf.function(self._act_graph)
         self._traces: dict = {}
+        self._lock = threading.Lock()  # a match's opponents act from threads of their own
 
     def attach(self, net: ActorCritic) -> None:
         self.net = net
@@ -108,20 +109,21 @@ class FrozenOpponents:
 
     def act(self, observations: np.ndarray, players: np.ndarray) -> np.ndarray:
         """The next actions of opponents `players` (indexes into the match's K), in one batched step: observations
-        [N, *obs] -> actions [N] int32. Each opponent's LSTM state is its own."""
+        [N, *obs] -> actions [N] int32. Each opponent's LSTM state is its own; opponents may act from threads of
+        their own, each for itself (doom_a3c/envs/doom/self_play.py)."""
         assert self.net is not None, "attach() the opponents' network first"
-        if self._draw_due:
-            self._load(self.pool.draw())
-            self._draw_due = False
-        if self._h.shape[1] != self.net.state_size:  # new_match() came before attach()
-            self.new_match(len(self._starts))
-            self._draw_due = False
         inputs = tf.nest.map_structure(tf.constant, network_inputs(observations))
-        h, c, starts = (tf.constant(x[players]) for x in (self._h, self._c, self._starts))
         shapes = tuple(tuple(x.shape) for x in tf.nest.flatten(inputs))
-        trace = self._traces.get(shapes)
-        if trace is None:  # called straight, as LocalCopy's: no argument matching against the traces each step
-            trace = self._traces[shapes] = self._act.get_concrete_function(inputs, h, c, starts)
+        with self._lock:
+            if self._draw_due:
+                if self._h.shape[1] != self.net.state_size:  # new_match() came before attach()
+                    self.new_match(len(self._starts))
+                self._load(self.pool.draw())
+                self._draw_due = False
+            trace = self._traces.get(shapes)
+            h, c, starts = (tf.constant(x[players]) for x in (self._h, self._c, self._starts))
+            if trace is None:  # called straight, as LocalCopy's: no argument matching against the traces each step
+                trace = self._traces[shapes] = self._act.get_concrete_function(inputs, h, c, starts)
         logits, h, c = trace(inputs, h, c, starts)
         self._h[players], self._c[players], self._starts[players] = h.numpy(), c.numpy(), 0.0
         return sample_actions(logits.numpy(), self._rng)

@@ -3,26 +3,30 @@ own engine, all in one network game on a port of their own.
 
 The learner's engine hosts (the map's rules, `-host 1+K`, and the run's bots); the K opponents' engines join it
 (doom_a3c/envs/doom/multiplayer.py gives every seat its arguments). ViZDoom's network game advances a tic only once
-every player has sent its input for it, but a joiner's clock starts some tics after the host's (measured: about 20
-on cig), so its first steps return only once the host has played on: a barrier after every step (all K + 1 steps
-returned before the next) deadlocks. So each engine is stepped in a thread of its own (the engines run outside the
-GIL) and the players are not kept in step here, the network game does that: at each learner step, every opponent
-whose last step has returned gets its next one, their actions chosen in one batched call of an `OpponentPolicy` (an
-injected callable: doom_a3c/modes/build.py gives each game slot one; envs never import the network), and the
-learner's step is awaited.
+every player has sent its input for it, so the players are stepped side by side, never one after another:
 
-Only the learner's side is an `Environment`: its observations, rewards, shaping and match reports are the ordinary
-`DoomEnvironment`'s. A match ends with the map's time limit; the next reset() starts a new match on fresh engines
-and a new free port (and so new opponents). A match is a fault domain: an opponent whose engine dies, or any
-player's step that has not returned within `step_timeout`, ends it. Every engine of the match is then killed by its
-port and `MatchLost` raised, which the batch handles as a crashed game (doom_a3c/envs/batch.py: a restarted game,
-one line in the log): never a hang.
+- the learner's step runs in the caller's thread (the worker's, as any game's), unchanged;
+- each opponent plays in a thread of its own, from the match's first learner step to its end: its action from the
+  slot's `OpponentPolicy` (an injected callable: doom_a3c/modes/build.py gives each game slot one; envs never import
+  the network), then its engine's step (the engines run outside the GIL). Nobody waits here for another player's
+  step: the network game keeps them in step. Any barrier between players (all K + 1 steps, or the K opponents'
+  steps, returned before the next) deadlocked on cig: a joiner's clock starts some 20 tics after the host's, and
+  two joiners can be a step apart, so one player's step can need the input of a player held at the barrier. For the
+  same reason the opponents act each for itself, not in one batch.
+
+A match ends with the map's time limit; the next reset() starts a new match on fresh engines and a new free port
+(and so new opponents). A match is a fault domain: an opponent whose step raises (its engine died), or a learner
+step that has not returned within `step_timeout` (a stalled engine, the learner's or an opponent's, blocks it; a
+watchdog thread of the match looks), ends the match: every engine of the match is killed by its port, which also
+ends the learner's blocked step, and the learner's step raises `MatchLost`, which the batch handles as a crashed
+game (doom_a3c/envs/batch.py: a restarted game, one line in the log). Never a hang.
 """
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
@@ -30,7 +34,7 @@ import numpy as np
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.game import DoomEnvironment
 from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, DEFAULT_MATCH_MINUTES, Seat, free_udp_port,
-                                            kill_match_engines, seat_game_args, time_limit)
+                                            kill_match_engines, match_engines, seat_game_args, time_limit)
 from doom_a3c.envs.engine import prepare_leash
 from doom_a3c.envs.frame_stack import stack_frames
 from doom_a3c.envs.interface import Environment, Step
@@ -39,6 +43,8 @@ from doom_a3c.errors import one_line
 START_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS + 30.0  # engines started, the host waiting for the others
 OPPONENT_SEED_STRIDE = 100  # opponent i of a match plays the learner's seed + 100 i (+ 1 so that none is 0's)
 MATCH_SEED_STRIDE = 10_000  # the n-th match of a game slot: its seed + 10,000 n
+ENGINE_LAUNCH_SECONDS = 10.0  # bound on one player's engine appearing before the next player's is launched
+WATCH_SECONDS = 0.5  # how often the watchdog looks at the learner's step
 
 
 class MatchLost(RuntimeError):
@@ -84,8 +90,12 @@ class SelfPlayGame:
         self._record_tics = False
         self._first: np.ndarray | None = None  # the learner's first observation of a match not yet reset() into
         self._opponent_observations: np.ndarray | None = None  # [K, *obs]
-        self._playing: list[bool] = []  # per opponent: its match goes on
-        self._pending: list[tuple[Future, float] | None] = []  # per opponent: its step under way, and since when
+        self._threads: list[threading.Thread] = []  # the opponents' and the watchdog, from a match's first step
+        self._failure_lock = threading.Lock()
+        self._over = threading.Event()  # the match ended (its end, a failure, close()): the opponents stop
+        self._failure: str | None = None  # what the opponents' thread found wrong
+        self._learner_since: float | None = None  # time.monotonic() the learner's step under way began
+        self.opponent_steps = 0  # the opponents' steps in this match, all K together
         self._start_match()
         learner = self._players[0]
         self.num_actions = learner.num_actions
@@ -125,14 +135,17 @@ class SelfPlayGame:
 
         prepare_leash(vizdoom)  # here, before the players' threads start engines side by side
         self._port = free_udp_port()
-        self._pool = ThreadPoolExecutor(1 + self._count, thread_name_prefix="self-play")
+        self._pool = ThreadPoolExecutor(1 + self._count, thread_name_prefix="self-play start")
+        self._over, self._failure, self._threads, self.opponent_steps = threading.Event(), None, [], 0
         seed = self._seed + MATCH_SEED_STRIDE * self._matches
         self._matches += 1
-        futures = [self._pool.submit(self._start_player, config, seed + OPPONENT_SEED_STRIDE * i + (i > 0), i > 0)
-                   for i, config in enumerate(self._player_configs(self._port))]
+        futures: list[Future] = []
+        for i, config in enumerate(self._player_configs(self._port)):
+            futures.append(self._pool.submit(self._start_player, config, seed + OPPONENT_SEED_STRIDE * i + (i > 0),
+                                             i > 0))
+            self._wait_for_engine(i + 1, futures[-1])
         _, late = wait(futures, timeout=self._start_timeout, return_when=FIRST_EXCEPTION)
-        failure = self._failure(futures, range(len(futures)), late, "start (every opponent joining the host)",
-                                self._start_timeout)
+        failure = self._first_failure(futures, range(len(futures)), late, "start (every opponent joining the host)")
         if failure is not None:
             self._end_match(futures)
             raise MatchLost(failure)
@@ -142,22 +155,29 @@ class SelfPlayGame:
             self._players[0].record_tics = True
         self._first = started[0][1]
         self._opponent_observations = np.stack([observation for _, observation in started[1:]])
-        self._playing = [True] * self._count
-        self._pending = [None] * self._count
         self._opponents.new_match(self._count)
 
-    def _failure(self, futures: Sequence[Future], indexes: Sequence[int], late: set, what: str,
-                 bound: float) -> str | None:
-        """What ended the match, or None: the first player (`indexes`: 0 the learner) whose call raised, else
-        the first whose call did not return within `bound` seconds."""
+    def _wait_for_engine(self, engines: int, starting: Future) -> None:
+        """Until the match has `engines` engines running (or the player's start ended, or ENGINE_LAUNCH_SECONDS
+        passed): ViZDoom's init() launching engines in two threads at once crashed the trainer (a segmentation
+        fault, 3 runs in 4 once TensorFlow was loaded), so each player's engine is launched once the one before it
+        runs; the host's init then waits for the joiners' as before."""
+        deadline = time.monotonic() + ENGINE_LAUNCH_SECONDS
+        while time.monotonic() < deadline and not starting.done() and len(match_engines(self._port)) < engines:
+            time.sleep(0.02)
+
+    def _first_failure(self, futures: Sequence[Future], indexes: Sequence[int], late: set, what: str) -> str | None:
+        """What ended the match, or None: the first player (`indexes`: 0 the learner) whose call raised, else the
+        first whose call has not returned (`late`)."""
         for future, index in zip(futures, indexes):
             if future.done() and future.exception() is not None:
-                return (f"self-play match on port {self._port}: {self._name(index)} failed: "
-                        f"{one_line(future.exception())}")
+                return f"self-play match on port {self._port}: {self._name(index)} failed: " \
+                       f"{one_line(future.exception())}"
         for future, index in zip(futures, indexes):
             if future in late:
-                return (f"self-play match on port {self._port}: {self._name(index)}'s {what} did not return "
-                        f"within {bound:g} s")
+                bound = self._start_timeout if what.startswith("start") else self._step_timeout
+                return f"self-play match on port {self._port}: {self._name(index)}'s {what} did not return " \
+                       f"within {bound:g} s"
         return None
 
     @staticmethod
@@ -165,8 +185,10 @@ class SelfPlayGame:
         return "the learner" if index == 0 else f"opponent p{index + 1}"
 
     def _end_match(self, starting: Sequence[Future] = ()) -> None:
-        """Every engine of the match killed (by its port: a stalled engine does not answer close()), the games
-        closed; a start that failed also closes the games its other threads go on to make."""
+        """Every engine of the match killed (by its port: a stalled engine does not answer close()), the opponents'
+        threads ended, then the games closed (closing a game while its thread steps it crashed the trainer); a start
+        that failed also closes the games its other threads go on to make."""
+        self._over.set()
         kill_match_engines(self._port)
         games = list(self._players)
         for future in starting:
@@ -176,13 +198,18 @@ class SelfPlayGame:
                 pass
         if starting:  # an engine that was still being launched at the first kill
             kill_match_engines(self._port)
-        for game in games:
+        for thread in self._threads:  # their engines are dead: their steps raise
+            thread.join(5.0)
+        busy = {1 + i for i, thread in enumerate(self._threads[:self._count]) if thread.is_alive()}
+        for index, game in enumerate(games):
+            if index in busy:  # still in a step of a killed engine: left to the garbage collector
+                continue
             try:
                 game.close()
             except BaseException:  # noqa: BLE001 - a killed engine may fail to close
                 pass
-        self._players, self._pending = [], []
-        if self._pool is not None:  # its threads end once their killed engines' calls raise
+        self._players, self._threads = [], []
+        if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
@@ -200,62 +227,66 @@ class SelfPlayGame:
         self._seed, self._matches = seed, 0
 
     def step(self, action: int) -> Step:
-        """One learner step, its result once it returned; MatchLost (every engine killed) when a player's engine
-        fails or a step stalls. While it runs, every opponent whose step returned is given its next at once: the
-        learner's tics may be waiting for that opponent's input."""
-        self._advance_opponents()
-        learner = self._pool.submit(self._players[0].step, action)
-        deadline = time.monotonic() + self._step_timeout
-        while True:
-            running = [learner] + [entry[0] for entry in self._pending if entry is not None and not entry[0].done()]
-            wait(running, timeout=max(0.0, min(deadline, self._oldest_deadline()) - time.monotonic()),
-                 return_when=FIRST_COMPLETED)
-            failure = self._failure_now(learner, deadline)
-            if failure is not None:
-                self._end_match()
-                raise MatchLost(failure)
-            if learner.done():
-                return learner.result()
-            self._advance_opponents()
+        """The learner's step, in this thread; the opponents' threads and the watchdog start at a match's first
+        step (by then the run's opponent networks exist). MatchLost, every engine killed, when the match failed."""
+        if not self._threads:
+            self._threads = [threading.Thread(target=self._play_opponent, args=(i,), daemon=True,
+                                              name=f"self-play opponent p{i + 2} {self._port}")
+                             for i in range(self._count)]
+            self._threads.append(threading.Thread(target=self._watch, daemon=True,
+                                                  name=f"self-play watchdog {self._port}"))
+            for thread in self._threads:
+                thread.start()
+        self._learner_since = time.monotonic()
+        try:
+            step = self._players[0].step(action)
+        except Exception as error:  # noqa: BLE001 - an engine killed by the watchdog, or the learner's own failure
+            failure = self._failure or f"self-play match on port {self._port}: the learner failed: {one_line(error)}"
+            self._end_match()
+            raise MatchLost(failure) from error
+        finally:
+            self._learner_since = None
+        if self._failure is not None:  # an opponent failed, the learner's step had already returned
+            failure = self._failure
+            self._end_match()
+            raise MatchLost(failure)
+        if step.game_over:
+            self._over.set()
+        return step
 
-    def _advance_opponents(self) -> None:
-        """The opponents' steps that returned: their observations taken (one whose match is over plays no more),
-        and the next actions of all that are free chosen in one batched call and started. A step that raised is
-        left for `_failure_now`."""
-        for i, entry in enumerate(self._pending):
-            if entry is None or not entry[0].done() or entry[0].exception() is not None:
-                continue
-            step, self._pending[i] = entry[0].result(), None
-            if step.game_over:
-                self._playing[i] = False
-            else:
-                self._opponent_observations[i] = step.observation
-        ready = np.array([i for i in range(self._count) if self._playing[i] and self._pending[i] is None], int)
-        if not len(ready):
-            return
-        actions = self._opponents.act(self._opponent_observations[ready], ready)
-        now = time.monotonic()
-        for i, opponent_action in zip(ready, actions):
-            self._pending[i] = (self._pool.submit(self._players[1 + i].step, int(opponent_action)), now)
+    def _play_opponent(self, index: int) -> None:
+        """Opponent `index`'s thread: act, step, until its match is over. Its failure ends the match: the failure
+        recorded for the learner's step to raise, every engine killed (which ends that step if it waits)."""
+        game, players = self._players[1 + index], np.array([index])
+        observation = self._opponent_observations[index:index + 1]
+        try:
+            while not self._over.is_set():
+                step = game.step(int(self._opponents.act(observation, players)[0]))
+                self.opponent_steps += 1
+                if step.game_over:
+                    return
+                observation = step.observation[None]
+        except BaseException as error:  # noqa: BLE001 - its engine died, or the policy failed
+            self._fail(f"self-play match on port {self._port}: {self._name(1 + index)} failed: {one_line(error)}")
 
-    def _oldest_deadline(self) -> float:
-        started = [entry[1] for entry in self._pending if entry is not None]
-        return min(started) + self._step_timeout if started else float("inf")
+    def _fail(self, failure: str) -> None:
+        """The first failure of a match that is not over ends it: recorded, every engine killed."""
+        with self._failure_lock:
+            if self._over.is_set() or self._failure is not None:
+                return
+            self._failure = failure
+        kill_match_engines(self._port)
 
-    def _failure_now(self, learner: Future, deadline: float) -> str | None:
-        """What ends the match now, or None: a player whose step raised, else one whose step is overdue."""
-        now = time.monotonic()
-        steps = [(0, learner, deadline)] + [(1 + i, entry[0], entry[1] + self._step_timeout)
-                                            for i, entry in enumerate(self._pending) if entry is not None]
-        for index, future, _ in steps:
-            if future.done() and future.exception() is not None:
-                return (f"self-play match on port {self._port}: {self._name(index)} failed: "
-                        f"{one_line(future.exception())}")
-        for index, future, due in steps:
-            if not future.done() and now >= due:
-                return (f"self-play match on port {self._port}: {self._name(index)}'s step did not return "
-                        f"within {self._step_timeout:g} s")
-        return None
+    def _watch(self) -> None:
+        """The match's watchdog thread: a learner step under way for longer than `step_timeout` is a stall (a
+        stopped engine, the learner's or an opponent's, blocks it); a learner that is not stepping (between
+        rollouts, writing a GIF) stalls nothing."""
+        while not self._over.wait(WATCH_SECONDS):
+            since = self._learner_since
+            if since is not None and time.monotonic() - since > self._step_timeout:
+                self._fail(f"self-play match on port {self._port}: the learner's step did not return within "
+                           f"{self._step_timeout:g} s (a stopped engine, its own or an opponent's)")
+                return
 
     # ---- the learner's game, as the batch and GIFs see it ------------------------------------------------------
     @property
