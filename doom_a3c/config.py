@@ -117,8 +117,9 @@ class TrainConfig:
                             "the --bots; only the learner's experience trains (docs/guide/self-play.md)")
     self_play_opponents: int = _flag(1, f"with --self-play: opponents in each match (1: a duel, up to "
                                      f"{MAX_SELF_PLAY_OPPONENTS})")
-    self_play_snapshot_minutes: float = _flag(5.0, "with --self-play: a snapshot of the global network joins the "
-                                              "opponents' pool (the latest and up to 4 older ones) this often")
+    self_play_snapshot_minutes: float = _flag(5.0, "with --self-play: a match that starts when the latest snapshot "
+                                              "of the global network is older than this first adds a new one to "
+                                              "the opponents' pool (the latest and up to 4 older ones)")
     frag_reward: float = _resolved(0.0, "reward per frag (deathmatch maps, whose cfg defines none)")
     game_variables: list = field(default_factory=list, metadata={
         "flag": False, "help": "Doom game variables the network sees beside the pixels, each [name, scale] "

@@ -72,9 +72,9 @@ class OpponentPool:
 
 class FrozenOpponents:
     """One game slot's opponents (doom_a3c/envs/doom/self_play.py's `OpponentPolicy`): at a match's first step
-    a snapshot drawn from the pool is loaded into this slot's own network; then each opponent's step is an LSTM step
-    with its own state (several opponents may be stepped in one batch), and an action sampled for each. The network is built in the
-    main thread (Keras) and attached before the workers start."""
+    a snapshot drawn from the pool is loaded into this slot's own network; then each opponent's step is an LSTM
+    step with its own state (several opponents may be stepped in one batch), and an action sampled for each. The
+    network is built in the main thread (Keras) and attached before the workers start."""
 
     def __init__(self, pool: OpponentPool, seed: int):
         self.pool = pool

@@ -160,8 +160,8 @@ class SelfPlayGame:
     def _wait_for_engine(self, engines: int, starting: Future) -> None:
         """Until the match has `engines` engines running (or the player's start ended, or ENGINE_LAUNCH_SECONDS
         passed): ViZDoom's init() launching engines in two threads at once crashed the trainer (a segmentation
-        fault, 3 runs in 4 once TensorFlow was loaded), so each player's engine is launched once the one before it
-        runs; the host's init then waits for the joiners' as before."""
+        fault, in 2 of 4 short runs with TensorFlow loaded), so each player's engine is launched once the one
+        before it runs; the host's init then waits for the joiners' as before."""
         deadline = time.monotonic() + ENGINE_LAUNCH_SECONDS
         while time.monotonic() < deadline and not starting.done() and len(match_engines(self._port)) < engines:
             time.sleep(0.02)
