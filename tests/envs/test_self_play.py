@@ -225,3 +225,24 @@ def test_an_opponent_engine_killed_or_stopped_ends_the_match_and_leaves_no_engin
     finally:
         game.close()
     assert wait_until(lambda: not match_engines(port), 5.0)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_two_matches_side_by_side_play_on_ports_of_their_own(tmp_path, monkeypatch):
+    config = real_cig(tmp_path, monkeypatch, minutes=5.0)
+    games = [SelfPlayGame(config, seed=1 + 7 * i, opponents=RandomOpponents()) for i in range(2)]
+    ports = [game.port for game in games]
+    try:
+        assert ports[0] != ports[1]
+        for game in games:
+            game.reset()
+        for step in range(30):
+            for game in games:
+                game.step(step % 22)
+        assert all(len(match_engines(port)) == 2 for port in ports)
+        assert all(game.opponent_steps >= 10 for game in games)
+    finally:
+        for game in games:
+            game.close()
+    assert not any(match_engines(port) for port in ports)

@@ -151,3 +151,38 @@ def test_an_opponent_engine_killed_mid_run_ends_its_match_with_one_line_and_the_
     rows = read_rows(tmp_path / "model" / "progress.csv")
     assert len(rows) >= 4
     assert wait_for(lambda: not engines_under(os.getpid()), 10)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_kill_9_of_a_self_play_trainer_leaves_no_engine(tmp_path):
+    """The opponents' engines start through the engine leash as every engine does: they die with the trainer."""
+    import subprocess
+    import sys
+
+    from conftest import REPO_ROOT
+    from support import running
+
+    log, errors = open(tmp_path / "train.log", "w"), open(tmp_path / "stderr.log", "w")
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "cig", "--self-play",
+                             "--self-play-opponents", "2", "--bots", "0", "--model-dir", str(tmp_path / "run"),
+                             "--frames-dir", str(tmp_path / "frames"), "--max-minutes", "10", "--gif-every", "0",
+                             "--workers", "1", "--envs-per-worker", "1", "--no-evaluate"], cwd=tmp_path, stdout=log,
+                            stderr=errors, start_new_session=True)
+    engines = []
+    try:
+        assert wait_for(lambda: len(engines_under(proc.pid)) == 3, 180), (tmp_path / "stderr.log").read_text()[-2000:]
+        engines = engines_under(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert wait_for(lambda: not any(running(pid) for pid in engines), 15), engines
+    finally:
+        for pid in engines:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        log.close()
+        errors.close()
