@@ -121,6 +121,29 @@ def test_each_match_starts_on_fresh_games_and_a_new_port_at_the_reset_after_its_
         game.close()
 
 
+@pytest.mark.parametrize("failures, started", [(1, True), (2, False)])
+def test_a_match_that_fails_to_start_is_tried_once_more_then_raises(failures, started):
+    log, made = {}, []
+
+    def make_player(config, seed):
+        made.append(config.game_args)
+        if "-join" in config.game_args and sum("-join" in args for args in made) <= failures:
+            raise RuntimeError("ViZDoomErrorException: could not join")
+        return FakePlayer(config, seed, log)
+
+    def build():
+        return SelfPlayGame(cig_like(1), seed=5, opponents=FakeOpponents(), make_player=make_player)
+
+    if started:
+        build().close()
+    else:
+        with pytest.raises(MatchLost, match=r"opponent p2 failed: RuntimeError: ViZDoomErrorException: could not"):
+            build()
+    assert all(player.closed for player in log.get("players", [])[:failures])  # each failed start's host closed
+    hosts = [args for args in made if "-host" in args]
+    assert len(hosts) == 2 and hosts[0] != hosts[1]  # two tries, each on a port of its own
+
+
 def test_an_opponent_that_fails_ends_the_match_at_the_learners_next_step():
     log = {"fail_at": 3}
     game, _ = fake_game(log, config=cig_like(1))

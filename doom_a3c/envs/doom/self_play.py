@@ -41,6 +41,7 @@ from doom_a3c.envs.interface import Environment, Step
 from doom_a3c.errors import one_line
 
 START_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS + 30.0  # engines started, the host waiting for the others
+START_ATTEMPTS = 2  # a match that fails to start is tried once more on another port before the failure is raised
 OPPONENT_SEED_STRIDE = 100  # opponent i of a match plays the learner's seed + 100 i (+ 1 so that none is 0's)
 MATCH_SEED_STRIDE = 10_000  # the n-th match of a game slot: its seed + 10,000 n
 ENGINE_LAUNCH_SECONDS = 10.0  # bound on one player's engine appearing before the next player's is launched
@@ -96,7 +97,7 @@ class SelfPlayGame:
         self._failure: str | None = None  # what the opponents' thread found wrong
         self._learner_since: float | None = None  # time.monotonic() the learner's step under way began
         self.opponent_steps = 0  # the opponents' steps in this match, all K together
-        self._start_match()
+        self._start_a_match()
         learner = self._players[0]
         self.num_actions = learner.num_actions
         self.action_names = learner.action_names
@@ -126,6 +127,17 @@ class SelfPlayGame:
         except BaseException:
             game.close()
             raise
+
+    def _start_a_match(self) -> None:
+        """A match started, on a new port each try: another program can take the port the kernel offered before
+        the host binds it (doom_a3c/envs/doom/multiplayer.py's free_udp_port). MatchLost after START_ATTEMPTS."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._start_match()
+                return
+            except MatchLost:
+                if attempt == START_ATTEMPTS:
+                    raise
 
     def _start_match(self) -> None:
         """Every player's engine started on a fresh port, each in its own thread (the host's start waits for the
@@ -218,7 +230,7 @@ class SelfPlayGame:
         and a new port: the last one ended, its engines are closed."""
         if self._first is None:
             self._end_match()
-            self._start_match()
+            self._start_a_match()
         first, self._first = self._first, None
         return first
 
