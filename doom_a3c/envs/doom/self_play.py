@@ -38,7 +38,7 @@ from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, DEFAULT_MAT
 from doom_a3c.envs.engine import prepare_leash
 from doom_a3c.envs.frame_stack import stack_frames
 from doom_a3c.envs.interface import Environment, Step
-from doom_a3c.errors import one_line
+from doom_a3c.errors import ConfigError, one_line
 
 START_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS + 30.0  # engines started, the host waiting for the others
 START_ATTEMPTS = 2  # a match that fails to start is tried once more on another port before the failure is raised
@@ -97,7 +97,10 @@ class SelfPlayGame:
         self._failure: str | None = None  # what the opponents' thread found wrong
         self._learner_since: float | None = None  # time.monotonic() the learner's step under way began
         self.opponent_steps = 0  # the opponents' steps in this match, all K together
-        self._start_a_match()
+        try:
+            self._start_a_match()
+        except MatchLost as error:  # twice in a row on a fresh game: a broken setup, not a stray fault
+            raise ConfigError(f"could not start a self-play match: {error}") from error
         learner = self._players[0]
         self.num_actions = learner.num_actions
         self.action_names = learner.action_names
