@@ -10,8 +10,8 @@ every player has sent its input for it, so the players are stepped side by side,
   slot's `OpponentPolicy` (an injected callable: doom_a3c/modes/build.py gives each game slot one; envs never import
   the network), then its engine's step (the engines run outside the GIL). Nobody waits here for another player's
   step: the network game keeps them in step. Any barrier between players (all K + 1 steps, or the K opponents'
-  steps, returned before the next) deadlocked on cig: a joiner's clock starts some 20 tics after the host's, and
-  two joiners can be a step apart, so one player's step can need the input of a player held at the barrier. For the
+  steps, returned before the next) deadlocked on cig, both ways tried: a joiner's clock starts some 20 tics after
+  the host's, and as we read it one player's step can then need the input of a player held at the barrier. For the
   same reason the opponents act each for itself, not in one batch.
 
 A match ends with the map's time limit; the next reset() starts a new match on fresh engines and a new free port
@@ -42,7 +42,7 @@ from doom_a3c.errors import ConfigError, one_line
 
 START_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS + 30.0  # engines started, the host waiting for the others
 START_ATTEMPTS = 2  # a match that fails to start is tried once more on another port before the failure is raised
-OPPONENT_SEED_STRIDE = 100  # opponent i of a match plays the learner's seed + 100 i (+ 1 so that none is 0's)
+OPPONENT_SEED_STRIDE = 100  # player i of a match (0 the learner) plays the match's seed + 100 i
 MATCH_SEED_STRIDE = 10_000  # the n-th match of a game slot: its seed + 10,000 n
 ENGINE_LAUNCH_SECONDS = 10.0  # bound on one player's engine appearing before the next player's is launched
 WATCH_SECONDS = 0.5  # how often the watchdog looks at the learner's step
@@ -156,7 +156,7 @@ class SelfPlayGame:
         self._matches += 1
         futures: list[Future] = []
         for i, config in enumerate(self._player_configs(self._port)):
-            futures.append(self._pool.submit(self._start_player, config, seed + OPPONENT_SEED_STRIDE * i + (i > 0),
+            futures.append(self._pool.submit(self._start_player, config, seed + OPPONENT_SEED_STRIDE * i,
                                              i > 0))
             self._wait_for_engine(i + 1, futures[-1])
         _, late = wait(futures, timeout=self._start_timeout, return_when=FIRST_EXCEPTION)
