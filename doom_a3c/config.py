@@ -21,6 +21,7 @@ from doom_a3c.errors import ConfigError
 MIN_FRAME_SIZE = 20  # conv 8x8/4 then 4x4/2 leave a 1x1 map
 MAX_FRAME_STACK = 16  # 16 84x84 grey frames: 113 KB an observation, 16x the rollouts' and GA3C batches' memory
 MAX_BOTS = 15  # ViZDoom's games hold 16 players
+MAX_SELF_PLAY_OPPONENTS = 7  # with the learner, 8 agents: Sample Factory's deathmatch self-play (doom_multiagent)
 ENV_KINDS = ("doom", "atari", "image", "vector")
 POLICY_HEADS = ("flat", "factorised")
 OPTIMIZERS = ("adam", "rmsprop")
@@ -110,6 +111,15 @@ class TrainConfig:
                              "deathmatch (a user's own .wad with player starts and its .cfg) it also makes the game "
                              "a deathmatch host (scenarios/defaults/doom.toml's [deathmatch]: its host arguments, "
                              "+1 a frag and its learning-only shaping)", shown_default="the preset's, else 0")
+    self_play: bool = _flag(False, "ViZDoom multiplayer maps (cig): every training game is a match against "
+                            "--self-play-opponents copies of the policy, frozen snapshots of the global network "
+                            "(the latest, or an earlier one), each in its own engine joining the learner's, beside "
+                            "the --bots; only the learner's experience trains (docs/guide/self-play.md)")
+    self_play_opponents: int = _flag(1, f"with --self-play: opponents in each match (1: a duel, up to "
+                                     f"{MAX_SELF_PLAY_OPPONENTS})")
+    self_play_snapshot_minutes: float = _flag(5.0, "with --self-play: a match that starts when the latest snapshot "
+                                              "of the global network is older than this first adds a new one to "
+                                              "the opponents' pool (the latest and up to 4 older ones)")
     frag_reward: float = _resolved(0.0, "reward per frag (deathmatch maps, whose cfg defines none)")
     game_variables: list = field(default_factory=list, metadata={
         "flag": False, "help": "Doom game variables the network sees beside the pixels, each [name, scale] "
@@ -305,6 +315,11 @@ class TrainConfig:
         if self.bots is not None and (type(self.bots) is not int or not 0 <= self.bots <= MAX_BOTS):
             raise ConfigError(f"--bots must be a whole number from 0 to {MAX_BOTS} (ViZDoom's 16 players, the "
                               f"agent one of them), got {self.bots!r}")
+        if type(self.self_play_opponents) is not int or not 1 <= self.self_play_opponents <= MAX_SELF_PLAY_OPPONENTS:
+            raise ConfigError(f"--self-play-opponents must be a whole number from 1 to {MAX_SELF_PLAY_OPPONENTS}, "
+                              f"got {self.self_play_opponents!r}")
+        if not self.self_play_snapshot_minutes > 0:  # NaN fails too
+            raise ConfigError(f"--self-play-snapshot-minutes must be > 0, got {self.self_play_snapshot_minutes}")
         if self.env_processes is not None and self.env_processes < 0:
             raise ConfigError(f"--env-processes must be >= 0, got {self.env_processes}")
         if not self.game_timeout > 0:

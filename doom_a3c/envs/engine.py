@@ -17,6 +17,14 @@ def leash_engine(game, vizdoom_module) -> None:
     """Have `game` start its engine through engine_leash.sh, which arms the kernel's parent-death signal
     (SIGKILL) before becoming the engine: the engine then ends with this process however it ends. Without
     setpriv (util-linux) or an executable leash the engine starts as before, with one warning per process."""
+    if prepare_leash(vizdoom_module):
+        game.set_vizdoom_path(str(ENGINE_LEASH))
+
+
+def prepare_leash(vizdoom_module) -> bool:
+    """What the leash reads set in this process's environment; False (after one warning) without the leash.
+    Call it before engines start side by side in threads (a self-play match): setting the environment while
+    another thread starts an engine, which reads it, crashed the process (a segmentation fault, seen in training)."""
     global _leash_warned
     # The engine makes ./_vizdoom/ (its settings) when it starts; engines starting side by side in a folder without
     # one race to make it, and the loser's dies (exit -11, "Failed to create ./_vizdoom/ directory", seen in CI's
@@ -27,13 +35,13 @@ def leash_engine(game, vizdoom_module) -> None:
             _leash_warned = True
             print(f"warning: setpriv (util-linux) or an executable {ENGINE_LEASH.name} is missing: ViZDoom engines "
                   f"may outlive a killed trainer", file=sys.stderr, flush=True)
-        return
+        return False
     leash = {"DOOM_A3C_VIZDOOM": os.path.join(os.path.dirname(vizdoom_module.__file__), "vizdoom"),
              "DOOM_A3C_ENGINE_PARENT": str(os.getpid())}  # this process's: a game process or Ray worker sets its own
     for name, value in leash.items():
         if os.environ.get(name) != value:  # set once per process, not by every thread that restarts a game
             os.environ[name] = value
-    game.set_vizdoom_path(str(ENGINE_LEASH))
+    return True
 
 
 def quiet_engines() -> None:

@@ -13,8 +13,10 @@ from typing import NamedTuple
 from doom_a3c.algo.exploration import EpsilonSchedule, worker_epsilons
 from doom_a3c.algo.learner import GlobalLearner
 from doom_a3c.algo.model.actor_critic import ActorCritic, build_actor_critic
+from doom_a3c.algo.opponents import FrozenOpponents, OpponentPool
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.batch import GameBatch
+from doom_a3c.envs.engine import quiet_engines
 from doom_a3c.envs.factory import make_env_batch
 from doom_a3c.envs.interface import EnvSpec
 from doom_a3c.errors import CheckpointError
@@ -23,6 +25,7 @@ from doom_a3c.runtime.checkpoint import Checkpointer, RunCounters, restore
 from doom_a3c.runtime.state import Counters, RunState
 
 GAME_SEED_STRIDE = 1000  # worker w's game e gets seed + 1000 w + e
+OPPONENT_SEED_OFFSET = 500  # worker w's game e's opponents sample with seed + 1000 w + 500 + e
 
 
 def configure_threads(workers: int) -> None:
@@ -41,10 +44,30 @@ def worker_seed(config: TrainConfig, index: int, offset: int = 0) -> int:
     return config.seed + index + offset
 
 
-def worker_games(config: TrainConfig, index: int, offset: int = 0, stop: threading.Event | None = None) -> GameBatch:
-    """Worker i's --envs-per-worker games, seeded apart from every other worker's; `stop` ends any wait for them."""
+def worker_games(config: TrainConfig, index: int, offset: int = 0, stop: threading.Event | None = None,
+                 opponents: list[FrozenOpponents] | None = None) -> GameBatch:
+    """Worker i's --envs-per-worker games, seeded apart from every other worker's; `stop` ends any wait for them.
+    With --self-play, `opponents` (one per game) act for each game's opponents."""
     seeds = [config.seed + GAME_SEED_STRIDE * index + e + offset for e in range(config.envs_per_worker)]
-    return make_env_batch(config, seeds, stop, recorded=worker_records(config, index) > 0)
+    return make_env_batch(config, seeds, stop, recorded=worker_records(config, index) > 0, opponents=opponents)
+
+
+def self_play_opponents(config: TrainConfig) -> tuple[OpponentPool, list[list[FrozenOpponents]]]:
+    """--self-play: the run's snapshot pool and, per worker, one `FrozenOpponents` per game (their networks are
+    attached once the games exist, `attach_opponent_networks`). Matches' engines are quiet: a network game's
+    engines report every step of their handshake."""
+    quiet_engines()
+    pool = OpponentPool(config.self_play_snapshot_minutes * 60.0, seed=config.seed)
+    return pool, [[FrozenOpponents(pool, config.seed + GAME_SEED_STRIDE * w + OPPONENT_SEED_OFFSET + e)
+                   for e in range(config.envs_per_worker)] for w in range(config.workers)]
+
+
+def attach_opponent_networks(config: TrainConfig, spec: EnvSpec, opponents: list[list[FrozenOpponents]]) -> None:
+    """A network for every game's opponents, built here in the main thread (Keras); each loads its match's
+    snapshot itself."""
+    for w, games in enumerate(opponents):
+        for e, slot in enumerate(games):
+            slot.attach(build_network(config, spec, f"opponents_{w}_{e}"))
 
 
 def worker_epsilon(config: TrainConfig, index: int) -> EpsilonSchedule | None:
@@ -127,11 +150,15 @@ def build_thread_run(config: TrainConfig, resume_prefix: str | None = None) -> T
     # Games first: with --env-processes their processes fork here, before TensorFlow starts any thread.
     games: list[GameBatch] = []
     run = RunState(max_steps=config.max_steps)
+    pool, opponents = self_play_opponents(config) if config.self_play else (None, None)
     try:
         for w in range(config.workers):
-            games.append(worker_games(config, w, stop=run.stop))
+            games.append(worker_games(config, w, stop=run.stop, opponents=opponents[w] if opponents else None))
         spec = games[0].spec
         parts = build_global(config, spec, resume_prefix, run.counters)
+        if pool is not None:
+            attach_opponent_networks(config, spec, opponents)
+            pool.source = parts.learner.weights  # the first match's first step takes the first snapshot
     except BaseException:
         for batch in games:
             batch.close()

@@ -24,8 +24,8 @@ from doom_a3c.algo.rollout import MAX_RECORDED_FRAMES
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.action_sets import missing_buttons
 from doom_a3c.envs.doom.game import locate_cfg
-from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, Seat, free_udp_port, is_multiplayer,
-                                            kill_match_engines, seat_game_args, time_limit)
+from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, DEFAULT_MATCH_MINUTES, Seat, free_udp_port,
+                                            is_multiplayer, kill_match_engines, seat_game_args, time_limit)
 from doom_a3c.envs.engine import quiet_engines
 from doom_a3c.envs.factory import make_environment
 from doom_a3c.errors import CheckpointError, ConfigError, one_line
@@ -38,7 +38,6 @@ from doom_a3c.runtime.files import atomic_write_text, ensure_writable_dir
 
 STEP_TIMEOUT_SECONDS = 30.0  # a player whose step has not returned by then has stalled the match
 START_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS + 30.0  # engines started, the host waiting for the others
-DEFAULT_MATCH_MINUTES = 10.0  # a map whose scenario sets no +timelimit
 MATCH_SEED_STRIDE = 100  # match m's player i plays seed + 10,000 + 100 m + i
 
 

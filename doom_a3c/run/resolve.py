@@ -16,11 +16,12 @@ import dataclasses
 from typing import Any
 
 from doom_a3c.algo.model.precision import choose_precision
-from doom_a3c.config import TrainConfig
+from doom_a3c.config import MAX_BOTS, TrainConfig
 from doom_a3c.envs.doom.action_sets import (
     action_name_problem,
     missing_buttons,
 )
+from doom_a3c.envs.doom.multiplayer import is_multiplayer
 from doom_a3c.envs.doom.scenario_files import find_doom_scenario
 from doom_a3c.envs.scenario import ATARI, DOOM, IMAGE, VECTOR, environment_kind
 from doom_a3c.errors import ConfigError
@@ -100,8 +101,13 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
     name = preset_name(config)
     preset = scenario_preset(config)
     frame_skip, reward_scale, clip_rewards = KIND_DEFAULTS[kind]
+    if config.self_play and kind != DOOM:
+        raise ConfigError(f"--self-play: for ViZDoom multiplayer maps (cig) only, not {config.scenario} "
+                          f"({KIND_NAMES[kind]})")
     ale_vector = ale_vector_choice(config, kind)
     games_in_processes = DOOM_GAME_PROCESSES if kind in GAMES_IN_PROCESSES else 0
+    if config.self_play:  # the opponents' network acts in this process, beside the games (check_self_play)
+        games_in_processes = 0
     if kind == ATARI and not ale_vector:
         games_in_processes = ATARI_GAME_PROCESSES
     values: dict[str, Any] = {
@@ -146,7 +152,31 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                       **exploration_values(name, config, preset))
     else:
         values.update(_gym_values(config, kind, values))
-    return dataclasses.replace(config, **values)
+    return check_self_play(dataclasses.replace(config, **values))
+
+
+def check_self_play(config: TrainConfig) -> TrainConfig:
+    """A resolved config with --self-play that can run, else ConfigError: a ViZDoom multiplayer map, threads, games
+    in this process (the opponents act with a network of the trainer's, doom_a3c/algo/opponents.py), and room in
+    ViZDoom's 16 players for the learner, its opponents and the bots."""
+    if not config.self_play:
+        return config
+    if config.env_kind != DOOM:
+        raise ConfigError(f"--self-play: for ViZDoom multiplayer maps (cig) only, not {config.scenario} "
+                          f"({KIND_NAMES[config.env_kind]})")
+    if not is_multiplayer(config.game_args):
+        raise ConfigError(f"--self-play: {config.scenario} is not a multiplayer map: its scenario passes no -host or "
+                          f"-deathmatch (cig's preset does; --bots makes a map of your own a deathmatch host)")
+    if config.distributed == "ray":
+        raise ConfigError("--self-play runs with threads (A3C or GA3C), not with --distributed ray yet")
+    if config.env_processes:
+        raise ConfigError(f"--self-play: the games run in this process, beside the opponents' network; leave out "
+                          f"--env-processes {config.env_processes} (or give 0)")
+    players = 1 + config.self_play_opponents + (config.bots or 0)
+    if players > MAX_BOTS + 1:
+        raise ConfigError(f"--self-play-opponents {config.self_play_opponents} and --bots {config.bots}: "
+                          f"{players} players, more than ViZDoom's {MAX_BOTS + 1}")
+    return config
 
 
 def _gym_values(config: TrainConfig, kind: str, values: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from doom_a3c.errors import ConfigError
 from doom_a3c.run.resolve import (
     KIND_NAMES,
     ale_vector_choice,
+    check_self_play,
     evaluation_for_mode,
     import_env_module,
     resolve_environment,
@@ -48,6 +49,8 @@ FIELDS_BEFORE_ATARI_RECIPE: dict = {"frame_stack": 1,
                                     "precision": "float32", "jit_compile": False}
 # Saved before --bots was a flag (a preset's value, 0 without one, was saved already) or before bots existed: none.
 FIELDS_BEFORE_BOTS_FLAG: dict = {"bots": 0}
+# Saved before --self-play existed: trained against bots only.
+FIELDS_BEFORE_SELF_PLAY: dict = {"self_play": False, "self_play_opponents": 1, "self_play_snapshot_minutes": 5.0}
 
 
 def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -> TrainConfig:
@@ -84,6 +87,9 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
         flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
         raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
     config = dataclasses.replace(saved, **given).validate()
+    if config.self_play and not saved.self_play and "env_processes" not in given:
+        config = dataclasses.replace(config, env_processes=0)  # self-play's games run in this process
+    config = check_self_play(config)
     if "ale_vector" in given or "env_processes" in given:  # the games' path may change; not to one it cannot take
         kind = environment_kind(config.scenario)
         config = dataclasses.replace(config, ale_vector=ale_vector_choice(config, kind))
@@ -111,7 +117,7 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
         if data.get(key) is None:
             data[key] = value
     for key, value in {**FIELDS_BEFORE_ACTION_SETS, **FIELDS_BEFORE_IMAGE_ENVS, **FIELDS_BEFORE_EVALUATION,
-                       **FIELDS_BEFORE_FINE_TURNS, **FIELDS_BEFORE_ATARI_RECIPE}.items():
+                       **FIELDS_BEFORE_FINE_TURNS, **FIELDS_BEFORE_ATARI_RECIPE, **FIELDS_BEFORE_SELF_PLAY}.items():
         data.setdefault(key, value)  # saved before they existed: as trained, not today's defaults
     target = data.get("target_reward")
     if isinstance(target, float) and not math.isfinite(target):

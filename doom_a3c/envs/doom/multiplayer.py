@@ -16,6 +16,7 @@ from typing import NamedTuple
 from doom_a3c.envs.engine import descendants, kill_process_tree
 
 MATCH_HOST = "127.0.0.1"
+DEFAULT_MATCH_MINUTES = 10.0  # a match on a map whose scenario sets no +timelimit
 CONNECT_TIMEOUT_SECONDS = 30  # +viz_connect_timeout: how long the host waits for the others at the start
 # Arguments that say who hosts, joins or names a player, or how long the game lasts: the match sets them itself.
 SEAT_ARGUMENTS = {"-host": 1, "-join": 1, "-port": 1, "+timelimit": 1, "+viz_connect_timeout": 1, "+name": 1,
