@@ -2,7 +2,6 @@
 that pays nothing), a match's report (frags, deaths, frags a minute, place), and both through DoomEnvironment
 driven by a scripted fake engine."""
 import dataclasses
-import tomllib
 
 import numpy as np
 import pytest
@@ -10,14 +9,15 @@ import pytest
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom import game as game_module
 from doom_a3c.envs.doom.shaping import MatchReport, VariableShaping, match_report
-from doom_a3c.run.presets import PRESETS_DIR
+from doom_a3c.run.presets import own_map_defaults
 
-CIG = tomllib.loads((PRESETS_DIR / "cig.toml").read_text())
+# cig's shaping, and what --bots gives a map of one's own: scenarios/defaults/doom.toml's [deathmatch] table
+DEATHMATCH = own_map_defaults()["deathmatch"]
 NAMES = ["FRAGCOUNT", "DEATHCOUNT", "HITCOUNT", "DAMAGECOUNT", "HEALTH", "ARMOR", "WEAPON3", "AMMO3"]
 
 
 def cig_shaping(names=NAMES) -> list:
-    entries = {entry[0]: entry for entry in CIG["reward_shaping"]}
+    entries = {entry[0]: entry for entry in DEATHMATCH["reward_shaping"]}
     return [entries[name] for name in names]
 
 
