@@ -46,6 +46,9 @@ OPPONENT_SEED_STRIDE = 100  # player i of a match (0 the learner) plays the matc
 MATCH_SEED_STRIDE = 10_000  # the n-th match of a game slot: its seed + 10,000 n
 ENGINE_LAUNCH_SECONDS = 10.0  # bound on one player's engine appearing before the next player's is launched
 WATCH_SECONDS = 0.5  # how often the watchdog looks at the learner's step
+# One match starting at a time in this process: two games' matches starting at once (a worker's two env threads) crashed
+# the trainer in ViZDoom's init() (a segmentation fault, four threads in DoomGame.init, two matches' players).
+MATCH_START_LOCK = threading.Lock()
 
 
 class MatchLost(RuntimeError):
@@ -155,11 +158,12 @@ class SelfPlayGame:
         seed = self._seed + MATCH_SEED_STRIDE * self._matches
         self._matches += 1
         futures: list[Future] = []
-        for i, config in enumerate(self._player_configs(self._port)):
-            futures.append(self._pool.submit(self._start_player, config, seed + OPPONENT_SEED_STRIDE * i,
-                                             i > 0))
-            self._wait_for_engine(i + 1, futures[-1])
-        _, late = wait(futures, timeout=self._start_timeout, return_when=FIRST_EXCEPTION)
+        with MATCH_START_LOCK:
+            for i, config in enumerate(self._player_configs(self._port)):
+                futures.append(self._pool.submit(self._start_player, config, seed + OPPONENT_SEED_STRIDE * i,
+                                                 i > 0))
+                self._wait_for_engine(i + 1, futures[-1])
+            _, late = wait(futures, timeout=self._start_timeout, return_when=FIRST_EXCEPTION)
         failure = self._first_failure(futures, range(len(futures)), late, "start (every opponent joining the host)")
         if failure is not None:
             self._end_match(futures)
