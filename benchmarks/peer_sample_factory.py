@@ -22,6 +22,13 @@ unit both runs give exactly.
 battle.cfg with battle2.wad: the same map and score, turning with TURN_LEFT / TURN_RIGHT). Their true_objective
 is the game's own score, which our progress.csv holds too: its wrappers add their reward shaping after summing
 the engine's reward into it.
+`doom_deathmatch_bots` is its deathmatch against 7 bots (ViZDoom's bots.cfg, as our cig's), on dwango5.wad's MAP01
+(dwango5_dm_continuous_weap.cfg), not cig.wad, in 4-minute matches: its true_objective is the agent's FRAGCOUNT at
+the match's end (frags net of suicides, as our progress.csv's frags), so frags / 4 is frags per minute of game time,
+compared with the frags_per_minute of a cig run (10-minute matches). Its envs with cig.wad (doom_dm) play 8 learning
+agents against each other, and their true_objective is winning the match (1 or 0), not frags. Its TensorBoard holds
+a mean only from 100 episodes on, or from 300 s of training with more than 10: with 4-minute matches, the first after
+about 5 minutes.
 Sample Factory and PyTorch are not this project's dependencies; put them in an environment of their own
 (`pip install torch==2.13.0` first where a CPU build of PyTorch lies on disk: PyPI's default is a CUDA build):
     python -m venv /tmp/sf && /tmp/sf/bin/pip install sample-factory vizdoom==1.3.2
@@ -55,12 +62,16 @@ from doom_a3c.run.summaries import moving_mean, read_progress  # noqa: E402
 FRAME_SKIP = 4  # its envs' env_frameskip: Sample Factory counts frames, we count agent steps
 REWARD_SCALE = 0.01  # doom_basic's reward_scaling: its log shows scaled scores
 TRUE_OBJECTIVE_TAG = "policy_stats/avg_true_objective"  # its TensorBoard's mean-100 of the unshaped reward
+DEATHMATCH_MINUTES = 4.0  # doom_deathmatch_bots' match length: its DoomSpec's timelimit, passed as --timelimit
 
 
 class PeerEnv(NamedTuple):
-    scenario: str  # the same scenario's name for train.py (for battle2 and two_colors_hard, the .cfg's stem)
+    scenario: str  # the same scenario's name for train.py (for its own maps, the .cfg's stem)
     to_game_units: float  # its true_objective x this = the unit below
-    unit: str  # "tics alive": per episode; any other (score, kills): the game's own score, as our progress.csv has it
+    # "tics alive": per episode; "frags per minute": of game time, a match's; any other (score, kills): the game's
+    # own score, as our progress.csv has it
+    unit: str
+    flags: tuple[str, ...] = ()  # its command line's flags for this env beyond the common ones
 
 
 PEER_ENVS = {
@@ -79,6 +90,11 @@ PEER_ENVS = {
     # two_colors_hard.cfg's living_reward 0.01 a tic, no death penalty, in both projects (the same .cfg); its
     # true_objective leaves out DoomGatheringRewardShaping's +1 for each gain of health (the right colour's pickup).
     "doom_two_colors_hard": PeerEnv("two_colors_hard", 1.0, "score"),
+    # Deathmatch against 7 bots on dwango5.wad's MAP01; the match ends at --timelimit (+timelimit and the episode
+    # timeout, both of game time). Its true_objective: true_objective_frags, FRAGCOUNT at the end; its shaping
+    # (REWARD_SHAPING_DEATHMATCH_V0) pays frags, deaths, hits, damage, health, armour, weapons and ammunition.
+    "doom_deathmatch_bots": PeerEnv("dwango5_dm_continuous_weap", 1 / DEATHMATCH_MINUTES, "frags per minute",
+                                    (f"--timelimit={DEATHMATCH_MINUTES}",)),
 }
 COMPARE_AT_MINUTES = (5, 10, 15, 20, 25, 30)
 STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
@@ -101,6 +117,19 @@ def parse_log(lines: list[str]) -> list[tuple[float, float, float]]:
         elif (match := REWARD.search(line)) and frames:  # none before its first frames: no episode yet
             points.append((when - start, frames / FRAME_SKIP, float(match.group(1)) / REWARD_SCALE))
     return points
+
+
+def training_progress(lines: list[str]) -> tuple[float, float] | None:
+    """(wall s since the first frame report, env steps) at the log's last frame report; None before the first.
+    Frame reports come every 5 s from the start, reward reports only once an episode has ended (a deathmatch's
+    first after minutes), so the budget is counted on these."""
+    start = last = None
+    for line in lines:
+        if (stamp := STAMP.search(line)) and (match := FRAMES.search(line)):
+            when = datetime.datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            start = when if start is None else start
+            last = (when - start, int(match.group(1)) / FRAME_SKIP)
+    return last
 
 
 def result_of(points: list[tuple[float, float, float]], threshold: float) -> Result:
@@ -168,24 +197,32 @@ def event_files(train_dir: str) -> list[str]:
     return sorted(found)
 
 
+def sf_command(sf_python: str, env: str, seed: int, out: str, workers: int, envs: int) -> list[str]:
+    """Sample Factory's training command for one seed, its train dir `out`."""
+    return [sf_python, "-m", "sf_examples.vizdoom.train_vizdoom", f"--env={env}", f"--experiment=seed{seed}",
+            f"--train_dir={out}", f"--num_workers={workers}", f"--num_envs_per_worker={envs}", "--device=cpu",
+            f"--seed={seed}", *PEER_ENVS[env].flags]
+
+
 def run_seed(sf_python: str, seed: int, minutes: float, threshold: float, out: str, workers: int, envs: int,
              env: str = "doom_basic") -> Result:
     log_path = os.path.join(out, f"seed{seed}.log")
-    command = [sf_python, "-m", "sf_examples.vizdoom.train_vizdoom", f"--env={env}", f"--experiment=seed{seed}",
-               f"--train_dir={out}", f"--num_workers={workers}", f"--num_envs_per_worker={envs}", "--device=cpu",
-               f"--seed={seed}"]
+    command = sf_command(sf_python, env, seed, out, workers, envs)
     print("$", " ".join(command), flush=True)
     with open(log_path, "w") as log:
         # A session of its own: its workers and their ViZDoom engines all go with one killpg.
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + minutes * 60 + 120  # 2 minutes for its start-up, which the times leave out
     points: list = []
+    progress = None
     try:
         while proc.poll() is None and time.monotonic() < deadline:
             time.sleep(2)
             with open(log_path, errors="replace") as log:
-                points = parse_log(log.readlines())
-            if points and (points[-1][0] >= minutes * 60 or (env == "doom_basic" and points[-1][2] >= threshold)):
+                lines = log.readlines()
+            points, progress = parse_log(lines), training_progress(lines)
+            if (progress and progress[0] >= minutes * 60) or (
+                    env == "doom_basic" and points and points[-1][2] >= threshold):
                 break
     finally:
         stop_session(proc)
@@ -199,24 +236,48 @@ def run_seed(sf_python: str, seed: int, minutes: float, threshold: float, out: s
         writer.writerow(["wall_s", "env_steps", "mean100"])
         writer.writerows(points)
     result = result_of(points, threshold)
+    if progress and not points:  # no mean yet (a deathmatch's first comes after minutes): the speed from the log
+        result = result._replace(rate=progress[1] / progress[0] if progress[0] > 0 else float("nan"))
     label = f"peer (Sample Factory) seed {seed}"
     # --threshold is basic.wad's 80: other scenarios report their final mean in their own unit instead.
-    said = (headline(label, result, threshold) if env == "doom_basic"
-            else f"{label}: final mean-100 {result.final:.1f} ({PEER_ENVS[env].unit})")
-    print(f"{said}; {int(points[-1][1]) if points else 0:,} env steps at {result.rate:,.0f} env steps/s", flush=True)
+    if env == "doom_basic":
+        said = headline(label, result, threshold)
+    elif points:
+        said = f"{label}: final mean-100 {shown(result.final, PEER_ENVS[env].unit)} ({PEER_ENVS[env].unit})"
+    else:
+        said = f"{label}: no mean-100 in its TensorBoard yet ({TRUE_OBJECTIVE_TAG})"
+    steps = points[-1][1] if points else progress[1] if progress else 0
+    print(f"{said}; {int(steps):,} env steps at {result.rate:,.0f} env steps/s", flush=True)
     return result
+
+
+def shown(value: float, unit: str) -> str:
+    """A mean as printed: frags a minute, a few a minute at most, to 0.01; scores and tics to 0.1."""
+    return f"{value:,.2f}" if unit == "frags per minute" else f"{value:,.1f}"
 
 
 def our_curve(run_dir: str, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """(minutes, mean-100 in `unit`) at each episode of a train.py run."""
     rows = read_progress(os.path.join(run_dir, "progress.csv"))
-    if unit == "tics alive":
+    if unit == "frags per minute":  # a deathmatch run's column; empty in rows written before the column was
+        rows = [r for r in rows if not np.isnan(r.get("frags_per_minute", float("nan")))]
+        values = np.array([r["frags_per_minute"] for r in rows], np.float64)
+    elif unit == "tics alive":
         with open(os.path.join(run_dir, "config.json")) as handle:
             frame_skip = json.load(handle)["frame_skip"]
         values = np.array([r["length"] * frame_skip for r in rows], np.float64)  # the last step may hold fewer tics
     else:
         values = np.array([r["reward"] for r in rows], np.float64)
     return np.array([r["wall_s"] / 60 for r in rows]), moving_mean(values, 100)
+
+
+def lacks_match_column(run_dir: str) -> bool:
+    """The run's progress.csv exists and has no frags_per_minute column: not a deathmatch run."""
+    path = os.path.join(run_dir, "progress.csv")
+    if not os.path.exists(path):
+        return False
+    with open(path, newline="") as handle:
+        return "frags_per_minute" not in next(csv.reader(handle), [])
 
 
 def value_at(minutes: np.ndarray, means: np.ndarray, at: float) -> float | None:
@@ -248,7 +309,8 @@ def compare(ours_dir: str, env: str, peer_points: list[tuple[float, float, float
         ours, peer = value_at(minutes, means, at), value_at(peer_minutes, peer_means, at)
         if ours is not None and peer is not None:
             rows.append((at, ours, peer, ours / peer if peer else float("nan")))
-            print(f"{at:>3} min: doom_a3c {ours:,.1f}, Sample Factory {peer:,.1f} ({unit}): ratio {rows[-1][3]:.2f}")
+            print(f"{at:>3} min: doom_a3c {shown(ours, unit)}, Sample Factory {shown(peer, unit)} ({unit}): "
+                  f"ratio {rows[-1][3]:.2f}")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -280,6 +342,9 @@ def main() -> int:
     parser.add_argument("--envs-per-worker", type=int, default=4)
     parser.add_argument("--out", default=None, help="train dir and logs (default: a temporary folder)")
     args = parser.parse_args()
+    if args.ours and PEER_ENVS[args.env].unit == "frags per minute" and lacks_match_column(args.ours):
+        parser.error(f"--ours {args.ours}: its progress.csv has no frags_per_minute column; give a deathmatch run "
+                     "(train.py --scenario cig)")
     out = args.out or tempfile.mkdtemp(prefix="peer_sf_")
     os.makedirs(out, exist_ok=True)
     results = [run_seed(args.sf_python, seed, args.minutes, args.threshold, out, args.workers, args.envs_per_worker,

@@ -592,6 +592,83 @@ def test_sample_factory_maps_of_its_own_compare_in_the_games_own_score(tmp_path,
     assert f"({unit}): ratio {ours / peer_objective:.2f}" in capsys.readouterr().out
 
 
+# A deathmatch's first match ends minutes in: until then its log reports frames only.
+SF_DEATHMATCH_LOG = "\n".join(line for line in SF_LOG.splitlines() if "Avg episode reward" not in line) + "\n"
+
+
+def test_sample_factory_training_time_and_steps_come_from_its_frame_reports():
+    """8,192 frames (2,048 env steps) 10.000 s after the first frame report, with or without reward reports."""
+    peer = load_script("peer_sample_factory")
+    assert peer.training_progress(SF_LOG.splitlines()) == (pytest.approx(10.0), 2048.0)
+    assert peer.parse_log(SF_DEATHMATCH_LOG.splitlines()) == []
+    assert peer.training_progress(SF_DEATHMATCH_LOG.splitlines()) == (pytest.approx(10.0), 2048.0)
+    assert peer.training_progress(SF_LOG.splitlines()[2:3]) is None  # start-up: no frame report yet
+
+
+@pytest.mark.slow
+def test_sample_factory_run_without_an_ended_episode_stops_at_its_budget(tmp_path, capsys):
+    """A deathmatch stand-in whose log has frames and no episode: the budget of 0.1 minutes (6 s) is over at its
+    10 s frame report, so the runner stops it there instead of waiting out start-up's 2 minutes past the budget,
+    and prints the speed from the frames: 2,048 env steps in 10 s."""
+    peer = load_script("peer_sample_factory")
+    (tmp_path / "log.txt").write_text(SF_DEATHMATCH_LOG)
+    fake = tmp_path / "fake_python"
+    fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'log.txt'}\nsleep 60\n")
+    fake.chmod(0o755)
+    started = time.monotonic()
+    result = peer.run_seed(str(fake), seed=3, minutes=0.1, threshold=80.0, out=str(tmp_path), workers=2, envs=4,
+                           env="doom_deathmatch_bots")
+    assert time.monotonic() - started < 30
+    assert result.reached is None and np.isnan(result.final) and result.rate == pytest.approx(204.8)
+    out = capsys.readouterr().out
+    assert "--timelimit=4.0" in out  # its match length, which the conversion to frags a minute assumes
+    assert "no mean-100 in its TensorBoard yet" in out and "2,048 env steps at 205 env steps/s" in out
+
+
+def test_sample_factory_deathmatch_frags_a_match_become_frags_a_minute_beside_our_cig(tmp_path, capsys):
+    """Its matches last 4 minutes: a mean of 6 frags a match at 84,000 frames is 1.5 frags a minute at 21,000 env
+    steps. Ours (cig, 10-minute matches): 11 matches, one every 27 s, to 4.95 minutes; frags_per_minute 0.2 in the
+    first 5, empty in the 6th (a row from before the column), 0.8 in the last 5: mean (5 x 0.2 + 5 x 0.8) / 10 =
+    0.5 a minute, where the reward column (frags a match) would give (5 x 2 + 5 + 5 x 8) / 11 = 5. At minute 5 the
+    ratio is 0.5 / 1.5."""
+    peer = load_script("peer_sample_factory")
+    env = "doom_deathmatch_bots"
+    assert peer.sf_command("py", env, 0, "out", 2, 4)[-1] == "--timelimit=4.0"
+    writer = tf.summary.create_file_writer(str(tmp_path / "sf" / "seed0" / ".summary" / "0"))
+    with writer.as_default():
+        tf.summary.scalar(peer.TRUE_OBJECTIVE_TAG, 6.0, step=84000)
+    writer.close()
+    points = peer.true_objective_points(peer.event_files(str(tmp_path / "sf")), time.time() - 290,
+                                        peer.PEER_ENVS[env].to_game_units)
+    assert [(steps, mean) for _, steps, mean in points] == [(21000, pytest.approx(1.5))]
+    run = tmp_path / "ours"
+    run.mkdir()
+    (run / "config.json").write_text('{"frame_skip": 4, "scenario": "cig"}')
+    with open(run / "progress.csv", "w") as handle:
+        handle.write("wall_s,env_steps,episode,worker,reward,length,frags,deaths,frags_per_minute,place\n")
+        for i in range(1, 12):
+            per_minute = "0.2" if i <= 5 else "" if i == 6 else "0.8"
+            frags = 2 if i <= 5 else 5 if i == 6 else 8
+            handle.write(f"{i * 27},{i * 5250},{i},0,{frags},5250,{frags},9,{per_minute},4\n")
+    rows = peer.compare(str(run), env, points, str(tmp_path))
+    assert rows == [(5, pytest.approx(0.5), pytest.approx(1.5), pytest.approx(1 / 3))]
+    assert "doom_a3c 0.50, Sample Factory 1.50 (frags per minute): ratio 0.33" in capsys.readouterr().out
+    assert peer.chart_title(str(run), env) == "cig (doom_a3c) beside dwango5_dm_continuous_weap (Sample Factory)"
+
+
+def test_sample_factory_deathmatch_beside_a_run_without_matches_is_refused_before_it_starts(tmp_path):
+    """--ours naming a basic run (no frags_per_minute column) beside doom_deathmatch_bots: one line and exit 2, before
+    Sample Factory (here a Python that does not exist) is started."""
+    write_progress(str(tmp_path / "progress.csv"), [1.0], seconds_per_episode=1.0, steps_per_episode=10)
+    peer = load_script("peer_sample_factory")
+    assert peer.lacks_match_column(str(tmp_path)) and not peer.lacks_match_column(str(tmp_path / "none"))
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "peer_sample_factory.py"), "--sf-python",
+                           str(tmp_path / "no_python"), "--env", "doom_deathmatch_bots", "--ours", str(tmp_path),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "has no frags_per_minute column" in done.stderr.splitlines()[-1]
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_env_libraries_counts_the_cpu_of_child_processes_per_step(tmp_path):
     """A 'step' that makes a child process burn about 0.3 s of CPU: the CPU per step must include it."""
