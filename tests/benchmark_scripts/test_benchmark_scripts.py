@@ -3,6 +3,7 @@ import csv
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -720,3 +721,17 @@ def test_deathmatch_random_sets_the_match_length_in_the_host_arguments():
     assert with_time_limit("-host 1 -deathmatch +timelimit 10.0 +sv_nocrouch 1", 0.5) == \
         "-host 1 -deathmatch +sv_nocrouch 1 +timelimit 0.5"
     assert with_time_limit("-host 1", 2) == "-host 1 +timelimit 2"
+
+
+# ---- benchmarks/tools/eval_cost.py ---------------------------------------------------------------------------------
+def test_eval_cost_plays_cigs_evaluation_matches_and_counts_every_games_steps(monkeypatch, capsys):
+    """3 matches of 0.05 game minutes (105 tics, about 26 steps at 4 tics) on 3 games, one a game: every game's
+    steps are counted."""
+    monkeypatch.setattr(sys, "argv", ["eval_cost.py", "--scenario", "cig", "--minutes", "0.05", "--eval-episodes", "3"])
+    assert load_script("tools/eval_cost").main() == 0
+    out = capsys.readouterr().out
+    assert "3 sampled episodes on 3 games" in out and "+timelimit 0.05" in out and "over 3 matches" in out
+    counts = re.search(r"([\d,]+) batched steps, ([\d,]+) agent steps", out).groups()
+    batched, agent = (int(count.replace(",", "")) for count in counts)
+    assert 20 <= batched <= 30 and agent == 3 * batched
+

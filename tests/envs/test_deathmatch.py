@@ -9,6 +9,7 @@ import pytest
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom import game as game_module
 from doom_a3c.envs.doom.shaping import MatchReport, VariableShaping, match_report
+from doom_a3c.errors import ConfigError
 from doom_a3c.run.presets import own_map_defaults
 
 # cig's shaping, and what --bots gives a map of one's own: scenarios/defaults/doom.toml's [deathmatch] table
@@ -175,3 +176,31 @@ def test_doom_environment_shapes_and_reports_a_match(monkeypatch):
     single = game_module.DoomEnvironment(dataclasses.replace(fake_config(), game_args="", bots=0))
     single.reset()
     assert all(single.step(0).match is None for _ in range(4))
+
+
+def test_scores_read_the_players_frags_and_deaths_in_any_multiplayer_game(monkeypatch):
+    """scores() (play.py's matches) reads the engine's counts as they stand, DEATHCOUNT's from the game's start,
+    after every step and once the game ended; in a deathmatch host as in a joining player's game, which reports no
+    match of its own. A single-player game has no scores."""
+    import vizdoom
+
+    start = {"FRAGCOUNT": 0, "DEATHCOUNT": 4, "PLAYER_COUNT": 2, "PLAYER1_FRAGCOUNT": 0, "PLAYER2_FRAGCOUNT": 0}
+    FakeDoomGame.script = [start, {**start, "FRAGCOUNT": 2, "PLAYER1_FRAGCOUNT": 2},
+                           {**start, "FRAGCOUNT": 1, "DEATHCOUNT": 5, "PLAYER1_FRAGCOUNT": 1}]
+    monkeypatch.setattr(vizdoom, "DoomGame", FakeDoomGame)
+    for game_args, bots in (("-host 1 -deathmatch", 1), ("-join 127.0.0.1", 0)):
+        env = game_module.DoomEnvironment(dataclasses.replace(fake_config(), game_args=game_args, bots=bots,
+                                                              reward_shaping=[]))
+        env.reset()
+        assert env.scores() == {"frags": 0, "deaths": 4}
+        env.step(0)
+        assert env.scores() == {"frags": 2, "deaths": 4}
+        last = env.step(0)
+        assert last.game_over and env.scores() == {"frags": 1, "deaths": 5}
+        assert all(isinstance(value, int) for value in env.scores().values())
+        assert last.match == ({"frags": 1.0, "deaths": 1.0, "frags_per_minute": pytest.approx(1 / (8 / 35 / 60)),
+                               "place": 1.0, "players": 2.0} if bots else None)
+    single = game_module.DoomEnvironment(dataclasses.replace(fake_config(), game_args="", bots=0, frag_reward=0.0))
+    single.reset()
+    with pytest.raises(ConfigError, match="multiplayer"):
+        single.scores()

@@ -84,17 +84,22 @@ class DoomEnvironment:
         self._variable_scales = np.array([scale for _, scale in config.game_variables], np.float32)
         self._shaper = VariableShaping(config.reward_shaping)
         self._shaping_names = [getattr(vzd.GameVariable, name) for name in self._shaper.names]
-        # A deathmatch's episodes are matches, reported at their end; a death (DEATHCOUNT rising: the engine may
-        # respawn the player within the step) restarts the shaping of what a respawn resets.
+        # A multiplayer game (a host, a joining player) counts its player's frags and deaths (_tally: scores(), and
+        # a match's report). A deathmatch host's episodes are matches, reported at their end with every player's
+        # frags for the place; a death (DEATHCOUNT rising: the engine may respawn the player within the step)
+        # restarts the shaping of what a respawn resets.
         self._match = config.plays_deathmatch()
         variable = vzd.GameVariable
         self._deaths_variable = variable.DEATHCOUNT
         self._counts_deaths = bool(self._shaping_names) or self._match
         self._deaths = self._deaths_at_start = 0.0
-        self._match_variables = [variable.FRAGCOUNT, variable.PLAYER_COUNT] + [
+        multiplayer = self._match or is_multiplayer(config.game_args)
+        self._tally_variables = [variable.FRAGCOUNT, variable.DEATHCOUNT] if multiplayer else []
+        self._player_variables = [variable.PLAYER_COUNT] + [
             getattr(variable, f"PLAYER{i}_FRAGCOUNT") for i in range(1, MAX_PLAYERS + 1)] if self._match else []
         extra = [self._deaths_variable] if self._counts_deaths else []
-        for tracked in dict.fromkeys(self._variable_names + self._shaping_names + extra + self._match_variables):
+        for tracked in dict.fromkeys(self._variable_names + self._shaping_names + extra + self._tally_variables
+                                     + self._player_variables):
             self._game.add_available_game_variable(tracked)
         self._exploration_reward = config.exploration_reward
         self._exploration_cell = config.exploration_cell
@@ -103,11 +108,6 @@ class DoomEnvironment:
             for variable in self._position:
                 self._game.add_available_game_variable(variable)
         self._visited: set[tuple[int, int]] = set()
-        # A multiplayer game reports its player's frags and deaths (scores(): a match's results).
-        self._score_names = [vzd.GameVariable.FRAGCOUNT, vzd.GameVariable.DEATHCOUNT] \
-            if is_multiplayer(config.game_args) else []
-        for variable in self._score_names:
-            self._game.add_available_game_variable(variable)
         self._bootstrap_timeout = config.bootstrap_timeout
         leash_engine(self._game, vzd)
         try:
@@ -216,12 +216,18 @@ class DoomEnvironment:
             dead = dead or self._deaths > deaths
         return dead
 
+    def _tally(self) -> tuple[float, float]:
+        """A multiplayer game's player's frags (a suicide takes one) and deaths, as the engine counts them now
+        (DEATHCOUNT from the game's start, over its matches); also once the game ended."""
+        frags, deaths = self._variables(self._tally_variables)
+        return float(frags), float(deaths)
+
     def match_report(self) -> dict[str, float]:
         """The match so far: frags, deaths, frags a minute of game time, place among all players (bots too)."""
-        frags, players = self._variables(self._match_variables[:2])
-        return match_report(frags, self._deaths - self._deaths_at_start, self._game.get_episode_time(),
-                            self._variables(self._match_variables[2:2 + int(players)]),
-                            DOOM_TICS_PER_SECOND)._asdict()
+        frags, deaths = self._tally()
+        players = int(self._game.get_game_variable(self._player_variables[0]))
+        return match_report(frags, deaths - self._deaths_at_start, self._game.get_episode_time(),
+                            self._variables(self._player_variables[1:1 + players]), DOOM_TICS_PER_SECOND)._asdict()
 
     def _advance_tic_by_tic(self, inputs: list[tuple[list[float], int]]) -> float:
         """The inputs' make_action(buttons, tics) one tic at a time, keeping each tic's screen until the episode
@@ -273,10 +279,10 @@ class DoomEnvironment:
         return Step(self._observe(), float(reward), False, False, shaping)
 
     def scores(self) -> dict[str, int]:
-        """This player's frags (a suicide takes one) and deaths so far, in a multiplayer game; also once it ended."""
-        if not self._score_names:
+        """This player's frags and deaths so far, in a multiplayer game (_tally); also once it ended."""
+        if not self._tally_variables:
             raise ConfigError("scores() needs a multiplayer game (game_args with -host, -join or -deathmatch)")
-        frags, deaths = self._variables(self._score_names)
+        frags, deaths = self._tally()
         return {"frags": int(frags), "deaths": int(deaths)}
 
     def screen(self) -> np.ndarray:
