@@ -205,18 +205,18 @@ class SelfPlayGame:
 
     def _end_match(self, starting: Sequence[Future] = ()) -> None:
         """Every engine of the match killed (by its port: a stalled engine does not answer close()), the opponents'
-        threads ended, then the games closed (closing a game while its thread steps it crashed the trainer); a start
-        that failed also closes the games its other threads go on to make."""
+        threads ended, then the games closed (closing a game while its thread steps it crashed the trainer). A start
+        that failed first lets its other players' init() end (up to `start_timeout`), then kills, and closes the
+        games they made: ViZDoom 1.3.2 crashes the whole process (a segmentation fault in DoomGame.init) when an
+        engine dies before its first frame, which in a network game comes only once every player has joined."""
         self._over.set()
+        if starting:
+            wait(starting, timeout=self._start_timeout)
         kill_match_engines(self._port)
         games = list(self._players)
         for future in starting:
-            try:
-                games.append(future.result(timeout=10.0)[0])
-            except BaseException:  # noqa: BLE001 - failed or still starting: killed by its port either way
-                pass
-        if starting:  # an engine that was still being launched at the first kill
-            kill_match_engines(self._port)
+            if future.done() and future.exception() is None:
+                games.append(future.result()[0])
         for thread in self._threads:  # their engines are dead: their steps raise
             thread.join(5.0)
         busy = {1 + i for i, thread in enumerate(self._threads[:self._count]) if thread.is_alive()}
