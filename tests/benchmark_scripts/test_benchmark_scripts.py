@@ -735,3 +735,20 @@ def test_eval_cost_plays_cigs_evaluation_matches_and_counts_every_games_steps(mo
     batched, agent = (int(count.replace(",", "")) for count in counts)
     assert 20 <= batched <= 30 and agent == 3 * batched
 
+
+
+# ---- benchmarks/tools/torso_probe.py ---------------------------------------------------------------------------------
+def test_torso_probe_spread_against_hand_numbers():
+    """Unit 0 never fires; unit 1 is 1 and 3 (mean 2, std 1: spread 0.5); unit 2 is always 2 (spread 0): the median
+    spread of the active units is 0.25 and their mean output 2."""
+    spread = load_script("tools/torso_probe").feature_spread(np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 2.0]]))
+    assert spread == pytest.approx({"never_active": 1 / 3, "mean": 2.0, "spread": 0.25})
+    assert load_script("tools/torso_probe").feature_spread(np.zeros((4, 3)))["never_active"] == 1.0
+
+
+def test_torso_probe_reads_a_real_checkpoint_and_refuses_a_missing_one(capsys):
+    torso_probe = load_script("tools/torso_probe")
+    result = torso_probe.probe(f"{REPO_ROOT}/tests/fixtures/old_pong_preset_checkpoint", frames=8, warmup=4, seed=1)
+    assert 0.0 <= result["never_active"] < 1.0 and result["spread"] > 0.0  # a trained LSTM torso: not blind
+    assert torso_probe.main(["/nonexistent/last.ckpt", "--frames", "4"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
