@@ -123,8 +123,11 @@ class GameRunner:
             logits, step_values = self.policy.act(self._observations, self._starts)
             chosen = self._choose(logits)
             observations[t], actions[t], starts[t], values[t] = self._observations, chosen, self._starts, step_values
-            result = self.games.step(chosen)
-            self.run.heartbeats[self.index] = time.monotonic()
+            self.run.steps_sent[self.index] = time.monotonic()
+            try:
+                result = self.games.step(chosen)
+            finally:
+                del self.run.steps_sent[self.index]
             # Learning sees the shaped reward; the episode reports keep the game's own score.
             rewards[t], dones[t] = (result.rewards + result.shaping) * self.reward_scale, result.dones | result.truncated
             if result.final_observations is not None:

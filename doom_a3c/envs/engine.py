@@ -69,6 +69,16 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def process_state(pid: int) -> str | None:
+    """The state letter of process `pid` as the kernel shows it (R running, S sleeping, T stopped, Z a zombie...),
+    or None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def vizdoom_instance_id(pid: int) -> str | None:
     """The `+viz_instance_id` of a ViZDoom engine's command line: it names the engine's shared memory."""
     try:

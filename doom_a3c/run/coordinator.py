@@ -67,7 +67,7 @@ class Coordinator:
         self.start_time = time.time()
         self.stop_reason = ""
         self.game_restarts = 0
-        self._silent_workers: set[int] = set()  # warned about: their games have not answered for --game-timeout
+        self._silent_workers: set[int] = set()  # warned about: their games have not answered a step for --game-timeout
         self._recent_restarts: deque[float] = deque()  # when, within the last RESTART_WINDOW_SECONDS
         self.interrupted = False  # by Ctrl-C or SIGTERM: no evaluation at the end
         self.evaluator: Evaluator | None = None
@@ -239,22 +239,24 @@ class Coordinator:
                 f"{len(self._recent_restarts)} game failures within {RESTART_WINDOW_SECONDS:g} s, more than "
                 f"--max-game-restarts {limit}; the last failed with {restarts[-1].reason}"))
 
-    def _check_heartbeats(self) -> None:
-        """One warning line for a worker whose games have not answered for --game-timeout. Games in child
-        processes are replaced by then (ProcessEnvBatch's watchdog); games in this process cannot be."""
+    def _check_heartbeats(self, now: float | None = None) -> None:
+        """One warning line for a worker whose games have not answered a step for --game-timeout: the clock runs
+        from the step's sending to its answer only, so a worker that acts, learns (a first gradient's tracing takes
+        half a minute on a busy machine) or writes a GIF meanwhile is no silence. Games in child processes are
+        replaced by then (ProcessEnvBatch's watchdog); games in this process cannot be."""
         if self.config.env_processes:
             return
-        now = time.monotonic()
-        for worker, last in list(self.run.heartbeats.items()):
-            silent = now - last > self.config.game_timeout + 5  # the watchdog's replacement comes first
-            if silent and worker not in self._silent_workers:
-                self._silent_workers.add(worker)
+        now = time.monotonic() if now is None else now
+        waiting = dict(self.run.steps_sent)  # a copy: the workers add and remove their steps meanwhile
+        silent = {worker: now - sent for worker, sent in waiting.items()
+                  if now - sent > self.config.game_timeout + 5}  # the watchdog's replacement comes first
+        for worker, seconds in sorted(silent.items()):
+            if worker not in self._silent_workers:
                 remedy = ("" if self.config.ale_vector else
                           ": stop the run and --resume it with --env-processes 2")
-                print(f"warning: the games of worker {worker} have not answered for {now - last:.0f} s (a stalled "
+                print(f"warning: the games of worker {worker} have not answered for {seconds:.0f} s (a stalled "
                       f"engine?); in this process they cannot be replaced{remedy}", file=sys.stderr, flush=True)
-            elif not silent:
-                self._silent_workers.discard(worker)
+        self._silent_workers = set(silent)
 
     def _report(self, steps_per_second: float) -> None:
         metrics = list(self.run.latest_metrics.values())

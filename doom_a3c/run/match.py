@@ -6,7 +6,9 @@ stepped by a thread of its own (ViZDoom releases the GIL while an engine runs; a
 when every player has sent its input, so one blocked player blocks all). A watchdog in the calling thread ends
 the match, with one line on stderr, when a player fails (its engine died) or stops answering (`step_timeout`; the
 start, while the host waits for the others, `start_timeout`): every engine of the match is killed and the match is
-recorded as not finished. Engines start through the engine leash (envs/engine.py), so none outlives play.py.
+recorded as not finished. The line names the player whose engine exited when one did (its death stalls every
+other player's step, whichever timed out first), else the one whose engine is stopped. Engines start through the
+engine leash (envs/engine.py), so none outlives play.py.
 """
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ from doom_a3c.algo.rollout import MAX_RECORDED_FRAMES
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.action_sets import missing_buttons
 from doom_a3c.envs.doom.game import locate_cfg
-from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, DEFAULT_MATCH_MINUTES, Seat, free_udp_port,
-                                            is_multiplayer, kill_match_engines, seat_game_args, time_limit)
+from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, DEFAULT_MATCH_MINUTES, MatchEngines, Seat,
+                                            free_udp_port, is_multiplayer, kill_match_engines, player_name,
+                                            seat_game_args, time_limit)
 from doom_a3c.envs.engine import quiet_engines
 from doom_a3c.envs.factory import make_environment
 from doom_a3c.errors import CheckpointError, ConfigError, one_line
@@ -39,11 +42,14 @@ from doom_a3c.runtime.files import atomic_write_text, ensure_writable_dir
 STEP_TIMEOUT_SECONDS = 30.0  # a player whose step has not returned by then has stalled the match
 START_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS + 30.0  # engines started, the host waiting for the others
 MATCH_SEED_STRIDE = 100  # match m's player i plays seed + 10,000 + 100 m + i
+WATCH_SECONDS = 0.05  # how often the watchdog looks at the players
+FIND_ENGINES_SECONDS = 0.5  # how often it scans for the engines of seats not found yet
 
 
 class PlayerGame(threading.Thread):
     """One player of a match: its engine made, stepped with its agent until the match ends, its scores read and the
-    engine closed. The watchdog reads `heartbeat` (the monotonic time of its last sign of life) and `error`."""
+    engine closed. The watchdog reads `heartbeat` (the monotonic time of its last sign of life), `started`,
+    `finished` and `error`."""
 
     def __init__(self, name: str, agent: Agent, config: TrainConfig, seed: int, record: bool):
         super().__init__(name=f"match player {name}", daemon=True)
@@ -153,13 +159,13 @@ def play_match(agents: list[Agent], map_config: TrainConfig, minutes: float, bot
     screens. `on_start(port)` is called once the players' threads run (tests kill an engine there)."""
     port = free_udp_port()
     seats = [Seat(i, len(agents), port, minutes) for i in range(len(agents))]
-    players = [PlayerGame(f"p{i + 1}", agent, seat_config(agent.config, map_config, seat, bots), seed + i,
+    players = [PlayerGame(player_name(i), agent, seat_config(agent.config, map_config, seat, bots), seed + i,
                           record=i == 0) for i, (agent, seat) in enumerate(zip(agents, seats))]
     for player in players:
         player.start()
     if on_start is not None:
         on_start(port)
-    error = watch(players, step_timeout, start_timeout)
+    error = watch(players, step_timeout, start_timeout, MatchEngines(port, len(players)))
     if error is not None:
         kill_match_engines(port)
         for player in players:
@@ -168,27 +174,54 @@ def play_match(agents: list[Agent], map_config: TrainConfig, minutes: float, bot
         for player in players:
             player.join()
     frags = [p.scores["frags"] if p.scores else None for p in players]
-    results = [{"name": f"p{i + 1}", "checkpoint": p.agent.checkpoint, "frags": frag,
+    results = [{"name": player_name(i), "checkpoint": p.agent.checkpoint, "frags": frag,
                 "deaths": p.scores["deaths"] if p.scores else None, "place": place}
                for i, (p, frag, place) in enumerate(zip(players, frags, places(frags)))]
     return MatchResult(error is None, error, port, players[0].steps, results, []), players[0].frames
 
 
-def watch(players: list[PlayerGame], step_timeout: float, start_timeout: float) -> str | None:
-    """Wait for the match to end; None when every player finished, else what ended it (the first failure)."""
+def watch(players: list[PlayerGame], step_timeout: float, start_timeout: float,
+          engines: MatchEngines) -> str | None:
+    """Wait for the match to end; None when every player finished, else what ended it (`match_failure`)."""
+    last_search = -FIND_ENGINES_SECONDS
     while not all(p.finished for p in players):
-        time.sleep(0.05)
+        time.sleep(WATCH_SECONDS)
         now = time.monotonic()
-        for index, player in enumerate(players):
-            name = f"p{index + 1} ({player.agent.checkpoint})"
-            if player.error is not None:
-                return f"player {name} failed: {player.error}"
-            if not player.is_alive() and not player.finished:
-                return f"player {name} stopped"
-            bound = step_timeout if player.started else start_timeout
-            if not player.finished and now - player.heartbeat > bound:
-                what = "step" if player.started else "engine start (every player joining the host)"
-                return f"player {name}'s {what} did not return within {bound:g} s"
+        if now - last_search >= FIND_ENGINES_SECONDS:
+            engines.find()
+            last_search = now
+        failure = match_failure(players, engines, now, step_timeout, start_timeout)
+        if failure is not None:
+            return failure
+    return None
+
+
+def match_failure(players: list[PlayerGame], engines: MatchEngines, now: float, step_timeout: float,
+                  start_timeout: float) -> str | None:
+    """What ends the match at `now`, or None while it goes on. First a player whose engine exited (its thread's error
+    or none: the thread may be blocked in ViZDoom for good), then a player's error, a player's thread that ended
+    early, and last a step (or the start) not returned within its bound. Any blocked player blocks all, so the
+    player whose bound ran out first need not be the cause: a stopped engine's player is named when there is one."""
+    def name(index: int) -> str:
+        return f"{player_name(index)} ({players[index].agent.checkpoint})"
+
+    for index in engines.exited():
+        if not players[index].finished:  # a finished player's engine closes
+            return f"player {name(index)} failed: {players[index].error or 'its engine exited'}"
+    for index, player in enumerate(players):
+        if player.error is not None:
+            return f"player {name(index)} failed: {player.error}"
+        if not player.is_alive() and not player.finished:
+            return f"player {name(index)} stopped"
+    for index, player in enumerate(players):
+        bound = step_timeout if player.started else start_timeout
+        if not player.finished and now - player.heartbeat > bound:
+            what = "step" if player.started else "engine start (every player joining the host)"
+            stopped = [i for i in engines.stopped() if not players[i].finished]
+            if stopped:
+                return f"player {name(stopped[0])}'s engine is stopped: the match's {what} did not return within " \
+                       f"{bound:g} s"
+            return f"player {name(index)}'s {what} did not return within {bound:g} s"
     return None
 
 

@@ -96,8 +96,9 @@ class RunState:
     episodes: "queue.Queue[EpisodeResult]" = field(default_factory=queue.Queue)
     restarts: "queue.Queue[GameRestart]" = field(default_factory=queue.Queue)
     latest_metrics: dict[int, TrainMetrics] = field(default_factory=dict)
-    # time.monotonic() of each worker's (runner's) last game step: a worker whose games stopped answering shows
-    heartbeats: dict[int, float] = field(default_factory=dict)
+    # time.monotonic() at which each worker's (runner's) game step under way was sent, absent between steps: only a
+    # step not yet answered is the games' silence, never the worker's own acting, learning or GIF writing
+    steps_sent: dict[int, float] = field(default_factory=dict)
     errors: list[BaseException] = field(default_factory=list)
 
     def fail(self, error: BaseException) -> None:

@@ -1,6 +1,11 @@
 """A game that dies or raises is restarted by its worker: the unfinished episode is dropped, one warning line
-is printed and counted, and too many restarts in a minute stop the run with an error and a final checkpoint.
+is printed and counted, and too many restarts in a minute stop the run with an error and a final checkpoint. Games
+in the trainer's process that do not answer a step are named once; a worker that learns meanwhile is not.
 (Killing a real engine mid-run: test_faults.py.)"""
+import re
+import threading
+import time
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -201,29 +206,78 @@ def test_too_many_failures_stop_the_run_with_one_error_and_a_final_checkpoint(tm
 
 def test_a_worker_whose_games_in_this_process_stop_answering_is_named_once(tmp_path, capsys):
     """Games in this process (--env-processes 0) cannot be replaced: the run says which worker waits on them."""
-    import time
-
     config = TrainConfig(scenario="CartPole-v1", evaluate=False, env_processes=0, game_timeout=1.0, model_dir=str(tmp_path))
     coord = Coordinator(config, type("Backend", (), {"run": RunState()})())
-    coord.run.heartbeats.update({0: time.monotonic(), 1: time.monotonic() - 10})
+    coord.run.steps_sent.update({0: time.monotonic(), 1: time.monotonic() - 10})
     coord._check_heartbeats()
     coord._check_heartbeats()
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning: the games of worker 1 have not answered for 10 s")
     assert "--env-processes 2" in lines[0]
-    coord.run.heartbeats[1] = time.monotonic()  # it answers again: a later silence is named again
+    del coord.run.steps_sent[1]  # it answers: a later silence is named again
     coord._check_heartbeats()
-    coord.run.heartbeats[1] = time.monotonic() - 10
+    coord.run.steps_sent[1] = time.monotonic() - 10
     coord._check_heartbeats()
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
-def test_games_in_child_processes_are_left_to_the_watchdog(tmp_path, capsys):
-    import time
+class HeldEnv(ScoringEnv):
+    """ScoringEnv whose steps, once `hold` is set, wait until `answer` is (a stalled engine); `held` tells."""
 
+    def __init__(self):
+        super().__init__()
+        self.hold, self.held, self.answer = threading.Event(), threading.Event(), threading.Event()
+
+    def step(self, action):
+        if self.hold.is_set():
+            self.held.set()
+            self.answer.wait(30)
+        return super().step(action)
+
+
+def test_a_long_learning_pause_is_no_silence_but_a_step_the_games_do_not_answer_is(tmp_path, capsys):
+    """The silence clock runs only from a step's sending to its answer: a worker's first gradient (its tracing
+    takes 18-31 s on a busy 2-core machine) keeps it from its games for longer than --game-timeout + 5 s, which says
+    nothing of its games."""
+    config = TrainConfig(scenario="CartPole-v1", evaluate=False, env_processes=0, game_timeout=1.0,
+                         model_dir=str(tmp_path))
+    run = RunState()
+    coord = Coordinator(config, type("Backend", (), {"run": run})())
+    game = HeldEnv()
+    runner = GameRunner(0, TrainConfig(reward_scale=1.0), EnvBatch([game, ScoringEnv()]), ZeroPolicy(), run, seed=0)
+    learning, learned = threading.Event(), threading.Event()
+
+    def slow_learner(rollout):  # learns for as long as the test wants: 100 s, as the checks below see the clock
+        learning.set()
+        learned.wait(30)
+
+    def worker():
+        for _ in range(2):
+            slow_learner(runner.collect(4))
+
+    thread = threading.Thread(target=worker, daemon=True)
+    thread.start()
+    try:
+        assert learning.wait(10)
+        coord._check_heartbeats(now=time.monotonic() + 100)  # 100 s into the learning: no step is waiting
+        assert capsys.readouterr().err == ""
+        game.hold.set()  # the next rollout's first step is sent and not answered
+        learned.set()
+        assert game.held.wait(10)
+        coord._check_heartbeats(now=time.monotonic() + 100)
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and re.match(r"warning: the games of worker 0 have not answered for 10\d s", lines[0])
+    finally:
+        game.answer.set()
+        learned.set()
+        thread.join(10)
+    assert not thread.is_alive() and run.steps_sent == {}
+
+
+def test_games_in_child_processes_are_left_to_the_watchdog(tmp_path, capsys):
     config = TrainConfig(scenario="CartPole-v1", evaluate=False, env_processes=2, game_timeout=1.0, model_dir=str(tmp_path))
     coord = Coordinator(config, type("Backend", (), {"run": RunState()})())
-    coord.run.heartbeats[0] = time.monotonic() - 10
+    coord.run.steps_sent[0] = time.monotonic() - 10
     coord._check_heartbeats()
     assert capsys.readouterr().err == ""
 

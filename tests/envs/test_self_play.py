@@ -1,6 +1,7 @@
 """A self-play match (doom_a3c/envs/doom/self_play.py): the learner's game against opponents each in its own engine.
 Fast tests drive SelfPlayGame with fake players (the opponents' batched actions, a new match at each reset, an
-opponent that fails, a learner's step that stalls); slow ones play real cig matches of 3 s of game time, kill an
+opponent that fails, a learner's step that stalls, an opponent's engine that exits while its thread hears nothing,
+a learner's step that never returns); slow ones play real cig matches of 3 s of game time, kill an
 opponent's engine mid-match, and stop one with SIGSTOP; one pins ViZDoom's crash when an engine dies before its
 first frame. Every real-engine test has a timeout."""
 from __future__ import annotations
@@ -24,8 +25,9 @@ OBSERVATION = (4, 4, 1)
 
 
 class FakePlayer:
-    """One player's game: observations carry its seed; `fail_at` raises at that step, `block` makes every step
-    wait until `release` is set (as a stalled engine's step waits until the engine is killed)."""
+    """One player's game: observations carry its seed; `fail_at` raises at that step, `block` makes every learner
+    step wait until `release` is set (as a stalled engine's step waits until the engine is killed), `stuck` until
+    `unstick` is (as a wait on an engine killed inside its message queue's critical section: for good)."""
 
     def __init__(self, config, seed, log):
         self.seed, self.log, self.steps, self.closed = seed, log, 0, False
@@ -34,6 +36,7 @@ class FakePlayer:
         self.observation_shape, self.seconds_per_step = OBSERVATION, 0.1
         self.fail_at = log.get("fail_at") if not self.learner else None
         self.release = log.setdefault("release", threading.Event())
+        self.unstick = log.setdefault("unstick", threading.Event())
         log.setdefault("players", []).append(self)
 
     def reset(self):
@@ -44,6 +47,9 @@ class FakePlayer:
         self.log.setdefault("actions", []).append((self.learner, action))
         if self.learner and self.log.get("block"):
             self.release.wait(30)
+            raise RuntimeError("engine killed")
+        if self.learner and self.log.get("stuck"):
+            self.unstick.wait(30)
             raise RuntimeError("engine killed")
         if self.steps == self.fail_at:
             raise RuntimeError("ViZDoomUnexpectedExitException: engine gone")
@@ -178,6 +184,74 @@ def test_a_learner_step_that_stalls_ends_the_match_within_the_step_timeout(monke
         game.step(0)
     assert time.time() - started < 5.0 and killed
     game.close()
+
+
+class FakeEngines:
+    """The match's engines as MatchEngines reports them: `exited` and `stopped` seats, set by the test."""
+
+    def __init__(self, port, seats):
+        self.exited_seats, self.stopped_seats = [], []
+
+    def find(self):
+        pass
+
+    def exited(self):
+        return list(self.exited_seats)
+
+    def stopped(self):
+        return list(self.stopped_seats)
+
+
+def test_an_opponent_engine_that_exits_is_named_though_its_thread_hears_nothing(monkeypatch):
+    """ViZDoom's wait on an engine killed inside its message queue's critical section never returns: the opponent's
+    thread then reports nothing, and the learner's step waits for its input. The exited engine names the cause
+    well before the learner's step bound."""
+    log = {"block": True}
+    monkeypatch.setattr(self_play_module, "kill_match_engines", lambda port: log["release"].set() or [])
+    monkeypatch.setattr(self_play_module, "MatchEngines", FakeEngines)
+    game, _ = fake_game(log, config=cig_like(1), step_timeout=30.0)
+    game.reset()
+    game._engines.exited_seats.append(1)
+    started = time.time()
+    with pytest.raises(MatchLost, match=r"opponent p2 failed: its engine exited"):
+        game.step(0)
+    assert time.time() - started < 5.0
+    game.close()
+
+
+def test_a_stopped_opponent_engine_is_named_when_the_learners_step_times_out(monkeypatch):
+    log = {"block": True}
+    monkeypatch.setattr(self_play_module, "kill_match_engines", lambda port: log["release"].set() or [])
+    monkeypatch.setattr(self_play_module, "MatchEngines", FakeEngines)
+    game, _ = fake_game(log, config=cig_like(1), step_timeout=1.0)
+    game.reset()
+    game._engines.stopped_seats.append(1)
+    with pytest.raises(MatchLost, match=r"the learner's step did not return within 1 s \(opponent p2's engine is "
+                                        r"stopped\)"):
+        game.step(0)
+    game.close()
+
+
+def test_a_learner_step_that_never_returns_after_the_kill_is_given_up(monkeypatch):
+    """The learner's step runs in a thread of its own: when the killed engines do not end it, the caller stops
+    waiting KILL_GRACE_SECONDS later, with MatchLost, and leaves that game unclosed (closing a game that a thread
+    is inside crashed the trainer)."""
+    log = {"stuck": True}
+    monkeypatch.setattr(self_play_module, "kill_match_engines", lambda port: [])
+    monkeypatch.setattr(self_play_module, "KILL_GRACE_SECONDS", 1.0)
+    game, _ = fake_game(log, config=cig_like(1), step_timeout=1.0)
+    game.reset()
+    learner = log["players"][0]
+    started = time.time()
+    try:
+        with pytest.raises(MatchLost, match=r"the learner's step did not return within 1 s .*; the learner's step "
+                                            r"had not returned 1 s after the engines were killed and was given up"):
+            game.step(0)
+        assert time.time() - started < 5.0
+        assert not learner.closed and log["players"][1].closed
+    finally:
+        log["unstick"].set()
+        game.close()
 
 
 # ---- real engines -------------------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """play.py --opponent: matches between checkpoints, each agent in its own ViZDoom engine (doom_a3c/run/match.py,
-doom_a3c/envs/doom/multiplayer.py). The real-engine tests play matches of 0.2 minutes (12 s of game time) between
-untrained cig checkpoints built here; every subprocess has a timeout, so a hang fails the test."""
+doom_a3c/envs/doom/multiplayer.py). The watchdog's verdict is tested on fake players; the real-engine tests play
+matches of 0.2 minutes (12 s of game time) between untrained cig checkpoints built here, and kill or stop an engine
+only once its player's start is past the engine's first frame; every subprocess has a timeout, so a hang fails the
+test."""
 from __future__ import annotations
 
 import json
@@ -10,12 +12,14 @@ import socket
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
-from doom_a3c.envs.doom.multiplayer import Seat, free_udp_port, is_multiplayer, seat_game_args, time_limit
+from doom_a3c.envs.doom.multiplayer import MatchEngines, Seat, free_udp_port, is_multiplayer, seat_game_args, time_limit
+from doom_a3c.envs.engine import vizdoom_instance_id
 from doom_a3c.errors import ConfigError
-from doom_a3c.run.match import check_buttons, places
+from doom_a3c.run.match import check_buttons, match_failure, places
 from support import assert_one_line_error, descendants, run_in_process, running, wait_for
 
 from conftest import REPO_ROOT
@@ -70,6 +74,83 @@ def test_an_action_set_with_buttons_the_maps_cfg_lacks_is_refused_before_any_eng
     other = types.SimpleNamespace(actions=[["ATTACK"], ["SELECT_NEXT_WEAPON"]])
     with pytest.raises(ConfigError, match=r"b acts with buttons \['SELECT_NEXT_WEAPON'\] that the match's cig.cfg"):
         check_buttons([("a", fits), ("b", other)], cig)
+
+
+# ---- the watchdog's verdict: which player ended the match --------------------------------------------------------
+class FakePlayer:
+    """What the watchdog reads of a player's thread."""
+
+    def __init__(self, name, heartbeat, started=True, finished=False, error=None, alive=True):
+        self.agent = types.SimpleNamespace(checkpoint=f"{name}.ckpt")
+        self.heartbeat, self.started, self.finished, self.error, self.alive = heartbeat, started, finished, error, alive
+
+    def is_alive(self):
+        return self.alive
+
+
+class FakeEngines:
+    def __init__(self, exited=(), stopped=()):
+        self._exited, self._stopped = list(exited), list(stopped)
+
+    def exited(self):
+        return self._exited
+
+    def stopped(self):
+        return self._stopped
+
+
+def test_a_dead_engine_is_named_though_another_players_step_timed_out_first():
+    """A network game's players wait for each other: a joiner's dead engine stalls the host's step too, and the
+    joiner's own thread may wait in ViZDoom for good (no error comes). The dead engine is the cause."""
+    players = [FakePlayer("a", heartbeat=0.0), FakePlayer("b", heartbeat=20.0)]
+    failure = match_failure(players, FakeEngines(exited=[1]), 31.0, 30.0, 60.0)
+    assert failure == "player p2 (b.ckpt) failed: its engine exited"
+    players[1].error = "ViZDoomErrorException: Unexpected ViZDoom instance crash."
+    assert match_failure(players, FakeEngines(exited=[1]), 31.0, 30.0, 60.0) == \
+        "player p2 (b.ckpt) failed: ViZDoomErrorException: Unexpected ViZDoom instance crash."
+    # Without the engine's exit seen, the error still names its player, before any bound.
+    assert match_failure(players, FakeEngines(), 31.0, 30.0, 60.0).startswith("player p2 (b.ckpt) failed")
+
+
+def test_a_finished_players_closed_engine_ends_nothing():
+    players = [FakePlayer("a", heartbeat=0.0, finished=True), FakePlayer("b", heartbeat=9.0)]
+    assert match_failure(players, FakeEngines(exited=[0]), 10.0, 30.0, 60.0) is None
+
+
+def test_a_step_past_its_bound_names_the_stopped_engine_else_the_player_that_waited():
+    players = [FakePlayer("a", heartbeat=0.0), FakePlayer("b", heartbeat=2.0)]
+    assert match_failure(players, FakeEngines(), 2.9, 3.0, 60.0) is None
+    assert match_failure(players, FakeEngines(), 3.5, 3.0, 60.0) == \
+        "player p1 (a.ckpt)'s step did not return within 3 s"
+    assert match_failure(players, FakeEngines(stopped=[1]), 3.5, 3.0, 60.0) == \
+        "player p2 (b.ckpt)'s engine is stopped: the match's step did not return within 3 s"
+    starting = [FakePlayer("a", heartbeat=0.0, started=False), FakePlayer("b", heartbeat=0.0, started=False)]
+    assert match_failure(starting, FakeEngines(), 30.0, 3.0, 60.0) is None  # the start has its own bound
+    assert "engine start (every player joining the host) did not return within 60 s" in \
+        match_failure(starting, FakeEngines(), 61.0, 3.0, 60.0)
+
+
+def test_match_engines_finds_each_seats_engine_and_sees_it_stopped_and_exited():
+    """Processes with an engine's seat arguments on their command lines stand in for engines."""
+    port = free_udp_port()
+    fakes = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-port", str(port), "+name",
+                               f"p{seat + 1}"]) for seat in range(2)]
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-port", "1", "+name", "p1"])
+    try:
+        engines = MatchEngines(port, 3)
+        assert wait_for(lambda: engines.find() or len(engines.pids) == 2, 10)
+        assert engines.pids == {0: fakes[0].pid, 1: fakes[1].pid} and engines.exited() == engines.stopped() == []
+        os.kill(fakes[1].pid, signal.SIGSTOP)
+        assert wait_for(lambda: engines.stopped() == [1], 10)
+        os.kill(fakes[1].pid, signal.SIGCONT)
+        fakes[1].kill()  # a zombie until reaped: exited all the same
+        assert wait_for(lambda: engines.exited() == [1], 10)
+        fakes[1].wait()
+        assert engines.exited() == [1] and engines.stopped() == []
+    finally:
+        for proc in [*fakes, other]:
+            proc.kill()
+            proc.wait()
 
 
 # ---- bad input: one line on stderr, exit 2, before TensorFlow -----------------------------------------------------
@@ -174,6 +255,26 @@ def joining_engine(pid: int) -> int | None:
     return engines[0] if engines else None
 
 
+def past_first_frame(pid: int, engine: int) -> bool:
+    """Whether process `pid` has mapped `engine`'s shared memory: its player's start is past the engine's first
+    frame. An engine killed before that crashes the process inside ViZDoom (a segmentation fault; on a busy machine a
+    fixed wait after the engine appears can end before its first frame), after it ViZDoom raises."""
+    instance = vizdoom_instance_id(engine)
+    try:
+        with open(f"/proc/{pid}/maps") as handle:
+            return instance is not None and f"/ViZDoomSM{instance}" in handle.read()
+    except OSError:
+        return False
+
+
+def joiner_in_play(pid: int, seconds: float) -> int | None:
+    """The joining engine of process `pid`'s match once that process's start is past the engine's first frame, or
+    None if that takes longer than `seconds`."""
+    if wait_for(lambda: joining_engine(pid) is not None and past_first_frame(pid, joining_engine(pid)), seconds):
+        return joining_engine(pid)
+    return None
+
+
 def match_flags(checkpoints, out, *more):
     return ["--model", checkpoints["a"], "--opponent", checkpoints["b"], "--out", out, "--episodes", 1,
             "--match-minutes", 0.2, "--seed", 3, *more]
@@ -234,10 +335,11 @@ def test_two_matches_side_by_side_take_their_own_ports(checkpoints, tmp_path):
 def test_a_killed_joining_engine_ends_the_match_with_one_line_and_no_engine_left(checkpoints, tmp_path):
     proc = start_play(tmp_path, "play", *match_flags(checkpoints, tmp_path / "out", "--match-minutes", 2))
     try:
-        assert wait_for(lambda: joining_engine(proc.pid) is not None, MATCH_SECONDS), proc.err_path.read_text()
+        joiner = joiner_in_play(proc.pid, MATCH_SECONDS)
+        assert joiner is not None, proc.err_path.read_text()
         time.sleep(3)  # the match under way
-        port = port_of(joining_engine(proc.pid))
-        os.kill(joining_engine(proc.pid), signal.SIGKILL)
+        port = port_of(joiner)
+        os.kill(joiner, signal.SIGKILL)
     finally:
         returncode, out, err = finish(proc, 120)
     assert returncode == 1, out[-2000:] + err[-2000:]
@@ -250,6 +352,7 @@ def test_a_killed_joining_engine_ends_the_match_with_one_line_and_no_engine_left
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)
 def test_a_stalled_engine_ends_the_match_within_the_step_timeout(checkpoints, tmp_path, monkeypatch):
     """An engine that stops answering (SIGSTOP) blocks every player's step: the watchdog kills the match's engines."""
     from doom_a3c.run.agent import load_agent
@@ -260,15 +363,16 @@ def test_a_stalled_engine_ends_the_match_within_the_step_timeout(checkpoints, tm
     stopped = []
 
     def stop_the_joiner(port):
-        assert wait_for(lambda: joining_engine(os.getpid()) is not None, 60)
-        time.sleep(2)
-        stopped.append(joining_engine(os.getpid()))
+        stopped.append(joiner_in_play(os.getpid(), 60))
+        assert stopped[0] is not None
+        time.sleep(2)  # the match under way
         os.kill(stopped[0], signal.SIGSTOP)
 
     started = time.monotonic()
     result, _ = play_match(agents, agents[0].config, 1.0, 0, seed=0, step_timeout=3.0, on_start=stop_the_joiner)
     assert time.monotonic() - started < 60
     assert result.finished is False and "did not return within 3 s" in result.error, result.error
+    assert result.error.startswith("player p2 ") and "engine is stopped" in result.error, result.error
     assert wait_for(lambda: engines_on_port(result.port) == [], 10), engines_on_port(result.port)
 
 

@@ -1,5 +1,5 @@
 """ViZDoom's multiplayer pieces for a match between agents: which maps are multiplayer, a free UDP port per match,
-the engine arguments of the host and of each joining player, and the engines of one match found and killed.
+the engine arguments of the host and of each joining player, and the engines of one match found, watched and killed.
 
 A match is one network game: the host engine (`-host P -port PORT -deathmatch +timelimit M`) waits for the P - 1
 others (`-join 127.0.0.1 -port PORT`), then all of them advance in lockstep, each engine a tic only once every
@@ -13,7 +13,7 @@ import shlex
 import socket
 from typing import NamedTuple
 
-from doom_a3c.envs.engine import descendants, kill_process_tree
+from doom_a3c.envs.engine import descendants, kill_process_tree, process_state
 
 MATCH_HOST = "127.0.0.1"
 DEFAULT_MATCH_MINUTES = 10.0  # a match on a map whose scenario sets no +timelimit
@@ -79,8 +79,14 @@ def seat_game_args(map_game_args: str, seat: Seat) -> str:
         words = [f"-host {seat.players} -port {seat.port}", *rules, f"+timelimit {seat.minutes:g}"]
     else:
         words = [f"-join {MATCH_HOST} -port {seat.port}"]
-    words.append(f"+viz_connect_timeout {CONNECT_TIMEOUT_SECONDS} +name p{seat.index + 1} +colorset {seat.index % 8}")
+    words.append(f"+viz_connect_timeout {CONNECT_TIMEOUT_SECONDS} +name {player_name(seat.index)} "
+                 f"+colorset {seat.index % 8}")
     return " ".join(words)
+
+
+def player_name(index: int) -> str:
+    """Seat `index`'s player name in the game (`+name`): p1 hosts, p2, p3, ... join."""
+    return f"p{index + 1}"
 
 
 def free_udp_port(attempts: int = 20) -> int:
@@ -117,6 +123,54 @@ def match_engines(port: int, parent: int | None = None) -> list[int]:
         if any(flag == "-port" and value == str(port) for flag, value in zip(words, words[1:])):
             found.append(pid)
     return found
+
+
+def _seat_of(pid: int, port: int) -> int | None:
+    """The seat whose engine `pid` is, read from its command line (`-port PORT ... +name pN`); None for any other
+    process (another match's engine, a process that reused the pid of an engine gone, a zombie)."""
+    words = _command_line(pid)
+    if not any(flag == "-port" and value == str(port) for flag, value in zip(words, words[1:])):
+        return None
+    for flag, value in zip(words, words[1:]):
+        if flag == "+name" and value.startswith("p") and value[1:].isdigit():
+            return int(value[1:]) - 1
+    return None
+
+
+class MatchEngines:
+    """The engine of each seat of the match on `port`, found by its command line once it runs under this process,
+    and what became of it. An engine that has exited means its player is out, whatever its thread says: its death
+    stalls every other player's step too (a network game advances only with every player's input), and its own
+    thread may never hear of it (ViZDoom's wait on an engine killed inside its message queue's critical section
+    blocks for good, no exception comes: docs/guide/faults.md). A stopped engine (SIGSTOP) stalls every player."""
+
+    def __init__(self, port: int, seats: int):
+        self.port = port
+        self.seats = seats
+        self._pids: dict[int, int] = {}  # seat index -> the pid of its engine, from when it was first seen running
+
+    @property
+    def pids(self) -> dict[int, int]:
+        """The engines found so far: seat index -> pid."""
+        return dict(self._pids)
+
+    def find(self) -> None:
+        """Record the engines of the seats not found yet (one scan of /proc; none once every seat's is known)."""
+        if len(self._pids) == self.seats:
+            return
+        for pid in match_engines(self.port):
+            seat = _seat_of(pid, self.port)
+            if seat is not None and seat not in self._pids and process_state(pid) not in (None, "Z", "X"):
+                self._pids[seat] = pid
+
+    def exited(self) -> list[int]:
+        """The seats whose engine, once found, has exited since: gone, a zombie, or its pid now another process's."""
+        return [seat for seat, pid in sorted(self._pids.items())
+                if process_state(pid) in (None, "Z", "X") or _seat_of(pid, self.port) != seat]
+
+    def stopped(self) -> list[int]:
+        """The seats whose engine is stopped (SIGSTOP): it answers nobody until continued."""
+        return [seat for seat, pid in sorted(self._pids.items()) if process_state(pid) in ("T", "t")]
 
 
 def kill_match_engines(port: int) -> list[int]:

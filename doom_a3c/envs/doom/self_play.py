@@ -5,7 +5,8 @@ The learner's engine hosts (the map's rules, `-host 1+K`, and the run's bots); t
 (doom_a3c/envs/doom/multiplayer.py gives every seat its arguments). ViZDoom's network game advances a tic only once
 every player has sent its input for it, so the players are stepped side by side, never one after another:
 
-- the learner's step runs in the caller's thread (the worker's, as any game's), unchanged;
+- the learner's step runs in a thread of the match's own, while the caller's thread (the worker's) waits for it and
+  watches the match (see below);
 - each opponent plays in a thread of its own, from the match's first learner step to its end: its action from the
   slot's `OpponentPolicy` (an injected callable: doom_a3c/modes/build.py gives each game slot one; envs never import
   the network), then its engine's step (the engines run outside the GIL). Nobody waits here for another player's
@@ -15,15 +16,19 @@ every player has sent its input for it, so the players are stepped side by side,
   same reason the opponents act each for itself, not in one batch.
 
 A match ends with the map's time limit; the next reset() starts a new match on fresh engines and a new free port
-(and so new opponents). A match is a fault domain: an opponent whose step raises (its engine died), or a learner
-step that has not returned within `step_timeout` (a stalled engine, the learner's or an opponent's, blocks it; a
-watchdog thread of the match looks), ends the match: every engine of the match is killed by its port, which also
-ends the learner's blocked step, and the learner's step raises `MatchLost`, which the batch handles as a crashed
-game (doom_a3c/envs/batch.py: a restarted game, one line in the log). Never a hang.
+(and so new opponents). A match is a fault domain: an opponent whose step raises, a player whose engine has exited
+(seen by its process: its thread may never hear of it, doom_a3c/envs/doom/multiplayer.py's `MatchEngines`), or a
+learner step that has not returned within `step_timeout` (a stalled engine, the learner's or an opponent's, blocks
+it) ends the match: every engine of the match is killed by its port, which also ends the learner's blocked step,
+and the learner's step raises `MatchLost`, which the batch handles as a crashed game (doom_a3c/envs/batch.py: a
+restarted game, one line in the log). A step that even then does not return (ViZDoom's wait on an engine killed
+inside its message queue's critical section blocks for good: docs/guide/faults.md) is given up after
+KILL_GRACE_SECONDS, its thread and game left behind; games are closed under the same bound. Never a hang.
 """
 from __future__ import annotations
 
 import dataclasses
+import queue
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -33,8 +38,9 @@ import numpy as np
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.game import DoomEnvironment
-from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, DEFAULT_MATCH_MINUTES, Seat, free_udp_port,
-                                            kill_match_engines, match_engines, seat_game_args, time_limit)
+from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, DEFAULT_MATCH_MINUTES, MatchEngines, Seat,
+                                            free_udp_port, kill_match_engines, match_engines, player_name,
+                                            seat_game_args, time_limit)
 from doom_a3c.envs.engine import prepare_leash
 from doom_a3c.envs.frame_stack import stack_frames
 from doom_a3c.envs.interface import Environment, Step
@@ -45,7 +51,8 @@ START_ATTEMPTS = 2  # a match that fails to start is tried once more on another 
 OPPONENT_SEED_STRIDE = 100  # player i of a match (0 the learner) plays the match's seed + 100 i
 MATCH_SEED_STRIDE = 10_000  # the n-th match of a game slot: its seed + 10,000 n
 ENGINE_LAUNCH_SECONDS = 10.0  # bound on one player's engine appearing before the next player's is launched
-WATCH_SECONDS = 0.5  # how often the watchdog looks at the learner's step
+WATCH_SECONDS = 0.5  # how often a learner's step under way is checked on (engines exited or stopped, its bound)
+KILL_GRACE_SECONDS = 10.0  # once the engines are killed: the longest a learner's step or the games' close may take
 # One match starting at a time in this process: two games' matches starting at once (a worker's two env threads) crashed
 # the trainer in ViZDoom's init() (a segmentation fault, four threads in DoomGame.init, two matches' players).
 MATCH_START_LOCK = threading.Lock()
@@ -53,6 +60,34 @@ MATCH_START_LOCK = threading.Lock()
 
 class MatchLost(RuntimeError):
     """A self-play match ended early (an engine died or stalled): its engines were killed."""
+
+
+class CallThread:
+    """A daemon thread that makes one game's calls on request, each answered through a Future: the caller can stop
+    waiting for a call that never returns. (A ThreadPoolExecutor's thread blocked for good would hold up the
+    process's exit, which joins them; a daemon thread does not.)"""
+
+    def __init__(self, name: str):
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, daemon=True, name=name).start()
+
+    def submit(self, call: Callable, *arguments) -> Future:
+        future: Future = Future()
+        self._requests.put((future, call, arguments))
+        return future
+
+    def _serve(self) -> None:
+        while (request := self._requests.get()) is not None:
+            future, call, arguments = request
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(call(*arguments))
+                except BaseException as error:  # noqa: BLE001 - the caller's to raise
+                    future.set_exception(error)
+
+    def close(self) -> None:
+        """The thread ends after the call under way (never, if that one never returns)."""
+        self._requests.put(None)
 
 
 class OpponentPolicy(Protocol):
@@ -94,11 +129,13 @@ class SelfPlayGame:
         self._record_tics = False
         self._first: np.ndarray | None = None  # the learner's first observation of a match not yet reset() into
         self._opponent_observations: np.ndarray | None = None  # [K, *obs]
-        self._threads: list[threading.Thread] = []  # the opponents' and the watchdog, from a match's first step
+        self._threads: list[threading.Thread] = []  # the opponents', from a match's first step
         self._failure_lock = threading.Lock()
         self._over = threading.Event()  # the match ended (its end, a failure, close()): the opponents stop
         self._failure: str | None = None  # what the opponents' thread found wrong
-        self._learner_since: float | None = None  # time.monotonic() the learner's step under way began
+        self._engines: MatchEngines | None = None  # the match's engines, by seat (0 the learner's)
+        self._stepper: CallThread | None = None  # the match's thread that steps the learner's game
+        self._stepping: Future | None = None  # the learner's last step: not done while it is under way
         self.opponent_steps = 0  # the opponents' steps in this match, all K together
         try:
             self._start_a_match()
@@ -174,6 +211,9 @@ class SelfPlayGame:
             self._players[0].record_tics = True
         self._first = started[0][1]
         self._opponent_observations = np.stack([observation for _, observation in started[1:]])
+        self._engines = MatchEngines(self._port, 1 + self._count)
+        self._engines.find()
+        self._stepper, self._stepping = CallThread(f"self-play learner {self._port}"), None
         self._opponents.new_match(self._count)
 
     def _wait_for_engine(self, engines: int, starting: Future) -> None:
@@ -201,7 +241,7 @@ class SelfPlayGame:
 
     @staticmethod
     def _name(index: int) -> str:
-        return "the learner" if index == 0 else f"opponent p{index + 1}"
+        return "the learner" if index == 0 else f"opponent {player_name(index)}"
 
     def _end_match(self, starting: Sequence[Future] = ()) -> None:
         """Every engine of the match killed (by its port: a stalled engine does not answer close()), the opponents'
@@ -219,18 +259,34 @@ class SelfPlayGame:
                 games.append(future.result()[0])
         for thread in self._threads:  # their engines are dead: their steps raise
             thread.join(5.0)
-        busy = {1 + i for i, thread in enumerate(self._threads[:self._count]) if thread.is_alive()}
-        for index, game in enumerate(games):
-            if index in busy:  # still in a step of a killed engine: left to the garbage collector
-                continue
-            try:
-                game.close()
-            except BaseException:  # noqa: BLE001 - a killed engine may fail to close
-                pass
-        self._players, self._threads = [], []
+        busy = {1 + i for i, thread in enumerate(self._threads) if thread.is_alive()}
+        if self._stepping is not None and not self._stepping.done():
+            busy.add(0)
+        # Still in a step of a killed engine: left to the garbage collector.
+        self._close_games([game for index, game in enumerate(games) if index not in busy])
+        self._players, self._threads, self._stepping = [], [], None
+        if self._stepper is not None:
+            self._stepper.close()
+            self._stepper = None
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+
+    @staticmethod
+    def _close_games(games: Sequence[Environment]) -> None:
+        """Close `games` in a thread of their own, waiting up to KILL_GRACE_SECONDS: closing a game whose engine was
+        killed inside its message queue's critical section waits for good, for ViZDoom's own thread of it."""
+        def close_each() -> None:
+            for game in games:
+                try:
+                    game.close()
+                except BaseException:  # noqa: BLE001 - a killed engine may fail to close
+                    pass
+
+        if games:
+            closing = threading.Thread(target=close_each, daemon=True, name="self-play close")
+            closing.start()
+            closing.join(KILL_GRACE_SECONDS)
 
     def reset(self) -> np.ndarray:
         """The first observation of the match just started (the first reset), else of a new match on fresh engines
@@ -246,25 +302,27 @@ class SelfPlayGame:
         self._seed, self._matches = seed, 0
 
     def step(self, action: int) -> Step:
-        """The learner's step, in this thread; the opponents' threads and the watchdog start at a match's first
-        step (by then the run's opponent networks exist). MatchLost, every engine killed, when the match failed."""
+        """The learner's step, made by the match's step thread while this thread watches the match
+        (`_await_step`); the opponents' threads start at a match's first step (by then the run's opponent networks
+        exist). MatchLost, every engine killed, when the match failed."""
         if not self._threads:
             self._threads = [threading.Thread(target=self._play_opponent, args=(i,), daemon=True,
-                                              name=f"self-play opponent p{i + 2} {self._port}")
+                                              name=f"self-play opponent {player_name(i + 1)} {self._port}")
                              for i in range(self._count)]
-            self._threads.append(threading.Thread(target=self._watch, daemon=True,
-                                                  name=f"self-play watchdog {self._port}"))
             for thread in self._threads:
                 thread.start()
-        self._learner_since = time.monotonic()
+        self._stepping = stepping = self._stepper.submit(self._players[0].step, action)
+        if not self._await_step(stepping):
+            failure = f"{self._failure}; the learner's step had not returned {KILL_GRACE_SECONDS:g} s after the " \
+                      f"engines were killed and was given up"
+            self._end_match()
+            raise MatchLost(failure)
         try:
-            step = self._players[0].step(action)
+            step = stepping.result()
         except Exception as error:  # noqa: BLE001 - an engine killed by the watchdog, or the learner's own failure
             failure = self._failure or f"self-play match on port {self._port}: the learner failed: {one_line(error)}"
             self._end_match()
             raise MatchLost(failure) from error
-        finally:
-            self._learner_since = None
         if self._failure is not None:  # an opponent failed, the learner's step had already returned
             failure = self._failure
             self._end_match()
@@ -272,6 +330,36 @@ class SelfPlayGame:
         if step.game_over:
             self._over.set()
         return step
+
+    def _await_step(self, stepping: Future) -> bool:
+        """Wait for the learner's step, looking at the match every WATCH_SECONDS meanwhile (`_check_match`). False
+        when the match failed (every engine killed) and the step has still not returned KILL_GRACE_SECONDS later."""
+        started = time.monotonic()
+        failed_at: float | None = None
+        while not wait((stepping,), timeout=WATCH_SECONDS).done:
+            now = time.monotonic()
+            if self._failure is None:
+                self._check_match(now - started)
+            if self._failure is not None:
+                failed_at = failed_at or now
+                if now - failed_at > KILL_GRACE_SECONDS:
+                    return False
+        return True
+
+    def _check_match(self, stepping_seconds: float) -> None:
+        """The match fails when a player's engine has exited (its own thread may never hear of it), or when the
+        learner's step has been under way for longer than `step_timeout`: a stopped engine, its own or an
+        opponent's, blocks it (the one stopped is named when it can be seen). A learner that is not stepping
+        (between rollouts, writing a GIF) stalls nothing."""
+        exited = self._engines.exited()
+        if exited:
+            self._fail(f"self-play match on port {self._port}: {self._name(exited[0])} failed: its engine exited")
+        elif stepping_seconds > self._step_timeout:
+            stopped = self._engines.stopped()
+            cause = f"{self._name(stopped[0])}'s engine is stopped" if stopped else \
+                "a stopped engine, its own or an opponent's"
+            self._fail(f"self-play match on port {self._port}: the learner's step did not return within "
+                       f"{self._step_timeout:g} s ({cause})")
 
     def _play_opponent(self, index: int) -> None:
         """Opponent `index`'s thread: act, step, until its match is over. Its failure ends the match: the failure
@@ -295,17 +383,6 @@ class SelfPlayGame:
                 return
             self._failure = failure
         kill_match_engines(self._port)
-
-    def _watch(self) -> None:
-        """The match's watchdog thread: a learner step under way for longer than `step_timeout` is a stall (a
-        stopped engine, the learner's or an opponent's, blocks it); a learner that is not stepping (between
-        rollouts, writing a GIF) stalls nothing."""
-        while not self._over.wait(WATCH_SECONDS):
-            since = self._learner_since
-            if since is not None and time.monotonic() - since > self._step_timeout:
-                self._fail(f"self-play match on port {self._port}: the learner's step did not return within "
-                           f"{self._step_timeout:g} s (a stopped engine, its own or an opponent's)")
-                return
 
     # ---- the learner's game, as the batch and GIFs see it ------------------------------------------------------
     @property
