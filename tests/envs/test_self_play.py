@@ -202,15 +202,21 @@ class FakeEngines:
         return list(self.stopped_seats)
 
 
+def blocked_match(monkeypatch, step_timeout: float):
+    """A started one-opponent match on fake engines whose learner step blocks until the engines are killed."""
+    log = {"block": True}
+    monkeypatch.setattr(self_play_module, "kill_match_engines", lambda port: log["release"].set() or [])
+    monkeypatch.setattr(self_play_module, "MatchEngines", FakeEngines)
+    game, _ = fake_game(log, config=cig_like(1), step_timeout=step_timeout)
+    game.reset()
+    return game
+
+
 def test_an_opponent_engine_that_exits_is_named_though_its_thread_hears_nothing(monkeypatch):
     """ViZDoom's wait on an engine killed inside its message queue's critical section never returns: the opponent's
     thread then reports nothing, and the learner's step waits for its input. The exited engine names the cause
     well before the learner's step bound."""
-    log = {"block": True}
-    monkeypatch.setattr(self_play_module, "kill_match_engines", lambda port: log["release"].set() or [])
-    monkeypatch.setattr(self_play_module, "MatchEngines", FakeEngines)
-    game, _ = fake_game(log, config=cig_like(1), step_timeout=30.0)
-    game.reset()
+    game = blocked_match(monkeypatch, step_timeout=30.0)
     game._engines.exited_seats.append(1)
     started = time.time()
     with pytest.raises(MatchLost, match=r"opponent p2 failed: its engine exited"):
@@ -220,11 +226,7 @@ def test_an_opponent_engine_that_exits_is_named_though_its_thread_hears_nothing(
 
 
 def test_a_stopped_opponent_engine_is_named_when_the_learners_step_times_out(monkeypatch):
-    log = {"block": True}
-    monkeypatch.setattr(self_play_module, "kill_match_engines", lambda port: log["release"].set() or [])
-    monkeypatch.setattr(self_play_module, "MatchEngines", FakeEngines)
-    game, _ = fake_game(log, config=cig_like(1), step_timeout=1.0)
-    game.reset()
+    game = blocked_match(monkeypatch, step_timeout=1.0)
     game._engines.stopped_seats.append(1)
     with pytest.raises(MatchLost, match=r"the learner's step did not return within 1 s \(opponent p2's engine is "
                                         r"stopped\)"):
