@@ -257,7 +257,8 @@ class TrainConfig:
                              choices=["constant", "linear"])
     frame_norm: str = _flag("standardize", "input frames are scaled to [0, 1]; 'standardize' then gives each frame "
                             "zero mean and unit variance (learns Doom's small targets several times faster), "
-                            "'scale' stops there as the seed does", choices=["standardize", "scale"])
+                            "'scale' stops there as the seed does, 'center' then subtracts each frame's mean "
+                            "(a uniform background becomes 0)", choices=["standardize", "scale", "center"])
     # --- budget and stopping ---
     max_steps: int = _flag(0, "stop after this many environment steps in total (0 = no limit)")
     max_minutes: float = _flag(0.0, "stop after this many minutes of wall time (0 = no limit); counted from the "
