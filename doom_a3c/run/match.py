@@ -167,6 +167,7 @@ def play_match(agents: list[Agent], map_config: TrainConfig, minutes: float, bot
         on_start(port)
     error = watch(players, step_timeout, start_timeout, MatchEngines(port, len(players)))
     if error is not None:
+        let_starts_end(players, start_timeout)
         kill_match_engines(port)
         for player in players:
             player.join(10.0)
@@ -178,6 +179,17 @@ def play_match(agents: list[Agent], map_config: TrainConfig, minutes: float, bot
                 "deaths": p.scores["deaths"] if p.scores else None, "place": place}
                for i, (p, frag, place) in enumerate(zip(players, frags, places(frags)))]
     return MatchResult(error is None, error, port, players[0].steps, results, []), players[0].frames
+
+
+def let_starts_end(players: list[PlayerGame], start_timeout: float) -> None:
+    """Before a failed match's engines are killed, wait for the players still in their start (up to its bound from
+    their last sign of life): ViZDoom 1.3.2 crashes the whole process (a segmentation fault in DoomGame.init) when an
+    engine dies before its first frame, as self-play's _end_match waits (doom_a3c/envs/doom/self_play.py)."""
+    def starting() -> list[PlayerGame]:
+        return [p for p in players if p.is_alive() and not p.started and p.error is None]
+
+    while starting() and time.monotonic() < max(p.heartbeat for p in starting()) + start_timeout:
+        time.sleep(WATCH_SECONDS)
 
 
 def watch(players: list[PlayerGame], step_timeout: float, start_timeout: float,

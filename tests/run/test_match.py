@@ -19,6 +19,8 @@ import pytest
 from doom_a3c.envs.doom.multiplayer import MatchEngines, Seat, free_udp_port, is_multiplayer, seat_game_args, time_limit
 from doom_a3c.envs.engine import vizdoom_instance_id
 from doom_a3c.errors import ConfigError
+from doom_a3c.config import TrainConfig
+from doom_a3c.run import match
 from doom_a3c.run.match import check_buttons, match_failure, places
 from support import assert_one_line_error, descendants, run_in_process, running, wait_for
 
@@ -128,6 +130,36 @@ def test_a_step_past_its_bound_names_the_stopped_engine_else_the_player_that_wai
     assert match_failure(starting, FakeEngines(), 30.0, 3.0, 60.0) is None  # the start has its own bound
     assert "engine start (every player joining the host) did not return within 60 s" in \
         match_failure(starting, FakeEngines(), 61.0, 3.0, 60.0)
+
+
+@pytest.mark.parametrize("host_start_seconds, start_timeout, host_ends_first", [(1.5, 20.0, True), (8.0, 1.0, False)])
+def test_a_failed_start_kills_the_engines_once_the_other_players_starts_end_or_their_bound_passes(
+        monkeypatch, host_start_seconds, start_timeout, host_ends_first):
+    """ViZDoom 1.3.2 crashes the process when an engine dies before its first frame, so a joiner's failed start must
+    not kill the host's engine while the host's start still runs, unless that start is past its own bound."""
+    events = []
+
+    def make_environment(config, seed):
+        if "-join" in config.game_args:
+            events.append("joiner failed")
+            raise RuntimeError("ViZDoomErrorException: could not join")
+        time.sleep(host_start_seconds)
+        events.append("host's start ended")
+        raise RuntimeError("ViZDoomErrorException: the other player did not join")
+
+    monkeypatch.setattr(match, "make_environment", make_environment)
+    killed_at = []
+    monkeypatch.setattr(match, "kill_match_engines",
+                        lambda port: (events.append("engines killed"), killed_at.append(time.monotonic())))
+    config = TrainConfig(game_args=CIG_ARGS)
+    agents = [types.SimpleNamespace(config=config, checkpoint=f"{name}.ckpt") for name in "ab"]
+    began = time.monotonic()
+    result, _ = match.play_match(agents, config, 0.2, 0, seed=0, start_timeout=start_timeout)
+    assert not result.finished and result.error.startswith("player p2 (b.ckpt) failed"), result.error
+    if host_ends_first:
+        assert events == ["joiner failed", "host's start ended", "engines killed"]
+    else:
+        assert events[:2] == ["joiner failed", "engines killed"] and killed_at[0] - began < 6.0
 
 
 def test_match_engines_finds_each_seats_engine_and_sees_it_stopped_and_exited():
