@@ -257,8 +257,12 @@ class TrainConfig:
                              choices=["constant", "linear"])
     frame_norm: str = _flag("standardize", "input frames are scaled to [0, 1]; 'standardize' then gives each frame "
                             "zero mean and unit variance (learns Doom's small targets several times faster), "
-                            "'scale' stops there as the seed does, 'center' then subtracts each frame's mean "
-                            "(a uniform background becomes 0)", choices=["standardize", "scale", "center"])
+                            "'scale' stops there as the seed does, 'center' then subtracts each frame's mean, "
+                            "'background' the game's background grey (--frame-background): Atari and image envs",
+                            choices=["standardize", "scale", "center", "background"])
+    frame_background: float | None = _flag(None, "the grey level (0-255) --frame-norm background subtracts, so that "
+                                           "the game's background is 0; measured when a run starts (the most "
+                                           "common pixel value of its first frame) and saved with it")
     # --- budget and stopping ---
     max_steps: int = _flag(0, "stop after this many environment steps in total (0 = no limit)")
     max_minutes: float = _flag(0.0, "stop after this many minutes of wall time (0 = no limit); counted from the "
@@ -335,6 +339,8 @@ class TrainConfig:
         if self.frame_size < MIN_FRAME_SIZE:
             raise ConfigError(f"--frame-size must be >= {MIN_FRAME_SIZE} (the conv torso's smallest input), "
                               f"got {self.frame_size}")
+        if self.frame_background is not None and not 0.0 <= self.frame_background <= 255.0:  # NaN fails too
+            raise ConfigError(f"--frame-background must be a grey level from 0 to 255, got {self.frame_background}")
         if not 0.0 <= self.entropy_target < 1.0:
             raise ConfigError(f"--entropy-target must be in [0, 1) (a share of the uniform policy's entropy), "
                               f"got {self.entropy_target}")

@@ -125,6 +125,9 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         "frame_stack": _frame_stack(config, kind),
     }
     if kind == DOOM:
+        if config.frame_norm == "background":  # Doom's frames have no uniform background to measure
+            raise ConfigError("--frame-norm background: for Atari and image envs, not ViZDoom scenarios; Doom's "
+                              "frames take standardize (the default) or scale")
         _, cfg_path = find_doom_scenario(config.scenario, config.model_dir)
         check_screen_resolution(config.screen_resolution)
         buttons, cfg_variables = doom_cfg_lists(cfg_path)
@@ -197,8 +200,15 @@ def _gym_values(config: TrainConfig, kind: str, values: dict[str, Any]) -> dict[
     facts = describe_gym_env(dataclasses.replace(config, **values, **gym))
     variables = [[name, 1.0] for name in facts.variable_names]
     normalize = config.normalize_variables if config.normalize_variables is not None else True
+    background = None
+    if config.frame_norm == "background":
+        if facts.background is None or config.color:
+            raise ConfigError(f"--frame-norm background: for grey image frames only, not {config.scenario}"
+                              + (" in colour (--color)" if config.color else ""))
+        background = config.frame_background if config.frame_background is not None else float(facts.background)
     return {**gym, "scenario_path": config.scenario, "actions": config.actions or [[n] for n in facts.action_names],
-            "game_variables": variables, "normalize_variables": bool(normalize and variables)}
+            "game_variables": variables, "normalize_variables": bool(normalize and variables),
+            "frame_background": background}
 
 
 def resolve_new_run(given: dict[str, Any]) -> TrainConfig:

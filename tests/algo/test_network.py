@@ -273,6 +273,23 @@ def test_centred_frames_ignore_brightness_but_not_contrast():
     assert float(tf.reduce_max(net.encode(tf.constant(uniform))[0])) < 1e-6
 
 
+def test_background_frames_make_the_games_background_zero():
+    """--frame-norm background with the grey 87 (Pong's field): a frame of it is zero input, a brighter object
+    positive and a darker one negative, in [0, 1]'s units; background_grey finds the most common value, the lowest
+    of a tie."""
+    from doom_a3c.envs.gym.factory import background_grey
+
+    net = ActorCritic(A, L, seed=0, frame_norm="background", frame_background=87.0).build_variables(OBSERVATION_SHAPE)
+    frames = np.full((1, *OBSERVATION_SHAPE), 87, np.uint8)
+    frames[0, 10, 20], frames[0, 30, 40] = 236, 50
+    x = net._inputs(tf.constant(frames)).numpy()
+    assert x[0, 10, 20, 0] == pytest.approx(149 / 255) and x[0, 30, 40, 0] == pytest.approx(-37 / 255)
+    assert np.count_nonzero(x) == 2
+    assert background_grey(frames[0]) == 87
+    assert background_grey(np.array([[3, 3, 5], [5, 5, 0]], np.uint8)) == 5
+    assert background_grey(np.array([1, 1, 2, 2], np.uint8)) == 1
+
+
 # ---- --activation ----------------------------------------------------------------------------------------------
 def test_relu_torso_has_no_negative_features_and_elu_does():
     """--activation relu: every torso layer is a rectifier (no output below 0); the seed's ELU goes down to -1. The

@@ -41,6 +41,8 @@ def strict_json(text):
     ("frame_skip", 0, "--frame-skip"),  # 0 no longer means "the preset's" (None does)
     ("reward_scale", 0.0, "--reward-scale"),
     ("reward_scale", -0.5, "--reward-scale"),
+    ("frame_background", 256.0, "--frame-background"),
+    ("frame_background", -1.0, "--frame-background"),
 ])
 def test_bad_values_raise_config_error(field, value, flag):
     """Each bad value raises ConfigError naming the flag."""
@@ -198,6 +200,30 @@ def test_flags_given_beat_the_preset_environment_values(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config = resolved("basic", tmp_path, frame_skip=2, reward_scale=0.5, clip_rewards=True)
     assert (config.frame_skip, config.reward_scale, config.clip_rewards) == (2, 0.5, True)
+
+
+@pytest.mark.parametrize("game, background", [("Pong", 87.0), ("Breakout", 0.0)])
+def test_frame_norm_background_measures_the_games_background_grey_when_the_run_starts(game, background, tmp_path,
+                                                                                      monkeypatch):
+    """Pong's field is grey 87 (84% of its first frame), Breakout's black; the measured value is saved with the run,
+    and one given with --frame-background is kept as given."""
+    monkeypatch.chdir(tmp_path)
+    config = resolve_new_run({"scenario": f"ALE/{game}-v5", "frame_norm": "background",
+                              "model_dir": str(tmp_path / "m")})
+    assert config.frame_background == background
+    assert json.loads(config.to_json())["frame_background"] == background
+    given = resolve_new_run({"scenario": f"ALE/{game}-v5", "frame_norm": "background", "frame_background": 90.0,
+                             "model_dir": str(tmp_path / "m")})
+    assert given.frame_background == 90.0
+    assert resolve_new_run({"scenario": f"ALE/{game}-v5", "model_dir": str(tmp_path / "m")}).frame_background is None
+
+
+def test_frame_norm_background_is_for_grey_image_frames_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="--frame-norm background: for Atari and image envs, not ViZDoom"):
+        resolved("basic", tmp_path, frame_norm="background")
+    with pytest.raises(ConfigError, match="--frame-norm background: for grey image frames only, not CartPole-v1"):
+        resolve_new_run({"scenario": "CartPole-v1", "frame_norm": "background", "model_dir": str(tmp_path / "m")})
 
 
 def test_shipped_names_exclude_multiplayer():

@@ -66,6 +66,7 @@ class ActorCritic(keras.Model):
     log-probabilities over the `num_actions` actions (the layer keeps its name: "policy").
     `precision` "bfloat16": the torso and LSTM in mixed precision (module docstring); the same weights.
     `activation` is the torso's: the seed's "elu" or "relu" (Atari's default: docs/defaults/atari-defaults.md says why).
+    `frame_background`: the grey level (0-255) `frame_norm` "background" subtracts from the scaled frames.
     """
 
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
@@ -73,8 +74,10 @@ class ActorCritic(keras.Model):
                  use_lstm: bool = True, separate_critic: bool = False, num_game_variables: int = 0,
                  normalize_variables: bool = False, normalize_returns: bool = False, return_scale_floor: float = 1.0,
                  factorised_heads: FactorisedHeads | None = None, entropy_target: bool = False,
-                 weight_init: str = "glorot", precision: str = "float32", activation: str = "elu"):
+                 weight_init: str = "glorot", precision: str = "float32", activation: str = "elu",
+                 frame_background: float = 0.0):
         super().__init__(name=name)
+        self.frame_background = float(frame_background)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
         self.activation = activation
@@ -194,6 +197,10 @@ class ActorCritic(keras.Model):
             # field becomes 0, which a ReLU torso otherwise reads as a large constant on every frame
             # (docs/defaults/atari-defaults.md#why-the-defaults-fail-pong); a black one (Breakout's) barely moves.
             x = x - tf.reduce_mean(x, axis=[-3, -2], keepdims=True)
+        elif self.frame_norm == "background":
+            # The game's background grey becomes 0, objects stand out from it in either sign: a ReLU torso reads a
+            # uniform non-zero field as one large constant on every frame (Pong's grey; Breakout's is black already).
+            x = x - self.frame_background / 255.0
         return x
 
     def encode(self, observations) -> list[tf.Tensor]:
@@ -310,7 +317,8 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       normalize_variables=bool(config.normalize_variables),
                       normalize_returns=config.normalize_returns, return_scale_floor=config.return_scale_floor,
                       factorised_heads=factorised, entropy_target=config.entropy_target > 0,
-                      weight_init=config.weight_init, precision=precision, activation=config.activation)
+                      weight_init=config.weight_init, precision=precision, activation=config.activation,
+                      frame_background=config.frame_background or 0.0)
     return net.build_variables(observation_shape)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.gym.atari import AtariEnvironment
 from doom_a3c.envs.gym.games import ImageEnvironment, VectorEnvironment
@@ -39,6 +41,12 @@ class GymFacts(NamedTuple):
     kind: str  # "atari", "image" or "vector"
     action_names: list[str]
     variable_names: list[str]  # an image env's Dict vectors, element by element ([] for the others)
+    background: int | None  # the most common grey level of an image's first frame (None for vectors)
+
+
+def background_grey(frame: np.ndarray) -> int:
+    """The most common value of a uint8 frame: its background (the lowest, where two are as common)."""
+    return int(np.bincount(np.asarray(frame, np.uint8).ravel(), minlength=256).argmax())
 
 
 def describe_gym_env(config: TrainConfig) -> GymFacts:
@@ -49,6 +57,10 @@ def describe_gym_env(config: TrainConfig) -> GymFacts:
     kind = gym_kind(config.scenario)
     env = _build(kind, config.scenario, 0, config)
     try:
-        return GymFacts(kind, list(env.action_names), list(getattr(env, "variable_names", [])))
+        background = None
+        if kind in ("atari", "image"):
+            first = env.reset()
+            background = background_grey(first["frame"] if first.dtype.names else first)  # a record: frame + vectors
+        return GymFacts(kind, list(env.action_names), list(getattr(env, "variable_names", [])), background)
     finally:
         env.close()
