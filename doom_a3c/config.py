@@ -257,9 +257,9 @@ class TrainConfig:
                              choices=["constant", "linear"])
     frame_norm: str = _flag("standardize", "input frames are scaled to [0, 1]; 'standardize' then gives each frame "
                             "zero mean and unit variance (learns Doom's small targets several times faster), "
-                            "'scale' stops there as the seed does, 'center' then subtracts each frame's mean, "
-                            "'background' the game's background grey (--frame-background): Atari and image envs",
-                            choices=["standardize", "scale", "center", "background"])
+                            "'scale' stops there as the seed does, 'background' then subtracts the game's "
+                            "background grey (--frame-background): Atari and image envs",
+                            choices=["standardize", "scale", "background"])
     frame_background: float | None = _flag(None, "the grey level (0-255) --frame-norm background subtracts, so that "
                                            "the game's background is 0; measured when a run starts (the most "
                                            "common pixel value of its first frame) and saved with it")

@@ -254,25 +254,6 @@ def test_standardized_frames_ignore_overall_brightness():
         assert np.allclose(a.values.numpy(), b.values.numpy(), atol=1e-5) == same
 
 
-def test_centred_frames_ignore_brightness_but_not_contrast():
-    """--frame-norm center: each frame less its own mean. A frame made brighter gives the same output (as
-    standardize); one of doubled contrast does not (standardize would rescale it back); a uniform frame gives the
-    torso exactly zero input, so the untrained ReLU torso (zero biases) outputs zero features."""
-    rng = np.random.default_rng(4)
-    frames = rng.integers(0, 100, (2, *OBSERVATION_SHAPE)).astype(np.uint8)
-    net = ActorCritic(A, L, seed=0, frame_norm="center", activation="relu").build_variables(OBSERVATION_SHAPE)
-    state, starts = net.initial_state(2), tf.ones([2])
-    out = lambda f: net.step(f, state, starts).values.numpy()  # noqa: E731
-    np.testing.assert_allclose(out(frames + np.uint8(40)), out(frames), atol=1e-5)
-    assert not np.allclose(out(frames * np.uint8(2)), out(frames), atol=1e-3)
-    x = net._inputs(tf.constant(frames))
-    np.testing.assert_allclose(x.numpy(), frames / 255.0 - (frames / 255.0).mean(axis=(1, 2), keepdims=True),
-                               atol=1e-6)
-    uniform = np.full((1, *OBSERVATION_SHAPE), 87, np.uint8)  # Pong's grey field
-    assert float(tf.reduce_max(tf.abs(net._inputs(tf.constant(uniform))))) < 1e-6
-    assert float(tf.reduce_max(net.encode(tf.constant(uniform))[0])) < 1e-6
-
-
 def test_background_frames_make_the_games_background_zero():
     """--frame-norm background with the grey 87 (Pong's field): a frame of it is zero input, a brighter object
     positive and a darker one negative, in [0, 1]'s units; background_grey finds the most common value, the lowest

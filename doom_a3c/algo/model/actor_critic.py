@@ -192,11 +192,6 @@ class ActorCritic(keras.Model):
             # Dark Doom frames are all-positive inputs with a small target on a textured wall; centring
             # them conditions the first conv layer (supervised probe: 90% accuracy in 3x fewer steps).
             x = tf.image.per_image_standardization(x)
-        elif self.frame_norm == "center":
-            # Each frame (channel) less its own mean, in [0, 1]'s units: a uniform background such as Pong's grey
-            # field becomes 0, which a ReLU torso otherwise reads as a large constant on every frame
-            # (docs/defaults/atari-defaults.md#why-the-defaults-fail-pong); a black one (Breakout's) barely moves.
-            x = x - tf.reduce_mean(x, axis=[-3, -2], keepdims=True)
         elif self.frame_norm == "background":
             # The game's background grey becomes 0, objects stand out from it in either sign: a ReLU torso reads a
             # uniform non-zero field as one large constant on every frame (Pong's grey; Breakout's is black already).
