@@ -212,6 +212,10 @@ def test_frame_norm_background_measures_the_games_background_grey_when_the_run_s
                               "model_dir": str(tmp_path / "m")})
     assert config.frame_background == background
     assert json.loads(config.to_json())["frame_background"] == background
+    from doom_a3c.algo.model.actor_critic import build_actor_critic
+
+    saved = TrainConfig.from_dict(json.loads(config.to_json()))  # as play.py and --resume read it back
+    assert build_actor_critic(saved, 6, (84, 84, 4), name="global").frame_background == background
     given = resolve_new_run({"scenario": f"ALE/{game}-v5", "frame_norm": "background", "frame_background": 90.0,
                              "model_dir": str(tmp_path / "m")})
     assert given.frame_background == 90.0
