@@ -83,10 +83,13 @@ def scenario_preset(config: TrainConfig) -> dict:
     return load_preset(preset_name(config)) if config.preset else {}
 
 
-def preset_train_defaults(scenario: str, kind: str, preset: dict) -> tuple[dict[str, Any], str]:
+def preset_train_defaults(scenario: str, kind: str, preset: dict,
+                          deathmatch: dict | None = None) -> tuple[dict[str, Any], str]:
     """The preset's `[train]` table and where it comes from. Every Atari game first takes
     `scenarios/atari.toml`'s; a ViZDoom map with no preset (a user's own, or --no-preset) takes
-    `scenarios/defaults/doom.toml`'s, the defaults measured to learn maps nobody tuned for."""
+    `scenarios/defaults/doom.toml`'s, the defaults measured to learn maps nobody tuned for. A deathmatch host's
+    `deathmatch` table (doom.toml's [deathmatch], doom_a3c/run/doom_values.py) has its [train] values between those
+    and the map's own preset's."""
     # The files read, the first over the others: a game's own preset, the defaults it is based on, atari.toml.
     files = [preset_path(scenario).name] if preset else []
     if preset and on_own_map_defaults(preset):
@@ -98,7 +101,9 @@ def preset_train_defaults(scenario: str, kind: str, preset: dict) -> tuple[dict[
     if kind == DOOM and not preset:
         defaults = own_map_defaults().get("train", {})
         source = f"{scenario} has no preset; the defaults for such maps (defaults/doom.toml)"
-    defaults = {**defaults, **preset.get("train", {})}
+    if deathmatch and deathmatch.get("train"):
+        source += ", a deathmatch host (defaults/doom.toml's [deathmatch.train])"
+    defaults = {**defaults, **(deathmatch or {}).get("train", {}), **preset.get("train", {})}
     known = {f.name for f in dataclasses.fields(TrainConfig)} - {"preset"}  # a preset cannot turn itself off
     unknown = sorted(set(defaults) - known)
     if unknown:

@@ -27,6 +27,7 @@ from doom_a3c.envs.scenario import ATARI, DOOM, IMAGE, VECTOR, environment_kind
 from doom_a3c.errors import ConfigError
 from doom_a3c.run.doom_values import (
     deathmatch_host,
+    deathmatch_table,
     deathmatch_preset,
     doom_action_heads,
     doom_actions,
@@ -217,7 +218,9 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
     config = TrainConfig(**given)
     name = preset_name(config)
     kind = environment_kind(config.scenario)
-    defaults, source = preset_train_defaults(name, kind, scenario_preset(config))
+    preset = scenario_preset(config)
+    deathmatch = deathmatch_table(config, preset) if kind == DOOM else {}
+    defaults, source = preset_train_defaults(name, kind, preset, deathmatch)
     from_preset = {k: v for k, v in defaults.items() if k not in given}
     if from_preset.get("lr_schedule") == "linear" and not (given.get("max_steps") or given.get("max_minutes")):
         # A preset's annealing needs a budget to anneal over; a run without one keeps the rate (and says so).

@@ -35,19 +35,27 @@ def test_bots_on_a_users_map_make_it_a_deathmatch_host(own_map, tmp_path):
     alone = resolve_new_run({"scenario": own_map, "model_dir": str(tmp_path / "m")})
     assert (alone.bots, alone.game_args, alone.frag_reward, alone.reward_shaping) == (0, "", 0.0, [])
     assert not alone.plays_deathmatch()
+    # A deathmatch host's evaluation (the table's [deathmatch.train]): 4 sampled matches every 10 minutes.
+    assert (config.eval_episodes, config.eval_greedy, config.eval_every_minutes) == (4, False, 10.0)
+    evaluation = {"eval_episodes", "eval_greedy", "eval_every_minutes"}
+    assert [getattr(alone, name) for name in sorted(evaluation)] != [getattr(config, name) for name in
+                                                                      sorted(evaluation)]
     same = {f.name for f in dataclasses.fields(config)} - {"bots", "game_args", "frag_reward", "reward_shaping"}
-    assert all(getattr(config, name) == getattr(alone, name) for name in same)
+    assert all(getattr(config, name) == getattr(alone, name) for name in same - evaluation)
+    given = resolve_new_run({"scenario": own_map, "bots": 3, "eval_episodes": 6, "model_dir": str(tmp_path / "m")})
+    assert (given.eval_episodes, given.eval_every_minutes) == (6, 10.0)  # a flag wins over the table
 
 
 def test_cig_hosts_as_bots_does_and_bots_zero_means_none(tmp_path):
     cig = tomllib.loads((PRESETS_DIR / "cig.toml").read_text())
     table = own_map_defaults()["deathmatch"]
     assert cig["game_args"] == table["game_args"] and cig["frag_reward"] == table["frag_reward"]
-    assert "reward_shaping" not in cig  # one copy of the weights: the table's
+    assert "reward_shaping" not in cig and "train" not in cig  # one copy of the weights and evaluation: the table's
     run = lambda **given: resolve_new_run({"scenario": "cig", "model_dir": str(tmp_path / "m"), **given})  # noqa
     assert run().reward_shaping == [list(entry) for entry in table["reward_shaping"]] != []
     assert run().bots == 7 and run(bots=3).bots == 3 and run(bots=0).bots == 0
     assert run(bots=0).game_args == cig["game_args"]  # still a deathmatch host: the preset's
+    assert (run().eval_episodes, run().eval_greedy, run().eval_every_minutes) == (4, False, 10.0)
 
 
 @pytest.mark.parametrize("flags, needle", [
