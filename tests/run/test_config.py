@@ -219,7 +219,8 @@ def test_frame_norm_background_measures_the_games_background_grey_when_the_run_s
     given = resolve_new_run({"scenario": f"ALE/{game}-v5", "frame_norm": "background", "frame_background": 90.0,
                              "model_dir": str(tmp_path / "m")})
     assert given.frame_background == 90.0
-    assert resolve_new_run({"scenario": f"ALE/{game}-v5", "model_dir": str(tmp_path / "m")}).frame_background is None
+    assert resolve_new_run({"scenario": f"ALE/{game}-v5", "frame_norm": "scale",
+                            "model_dir": str(tmp_path / "m")}).frame_background is None
 
 
 def test_frame_norm_background_is_for_grey_image_frames_only(tmp_path, monkeypatch):
@@ -483,13 +484,19 @@ def test_basic_variants_resolve_to_basics_recipe(tmp_path, monkeypatch):
         assert variant.scenario_path.endswith(f"{name}.cfg")
 
 
-def test_a_run_names_the_preset_files_it_read(capsys, tmp_path):
+def test_a_run_names_the_preset_files_it_read(capsys, tmp_path, monkeypatch):
     """Regression: an Atari game without a preset of its own named one ("ALE_Breakout-v5.toml") while it ran
-    atari.toml; each file named must be one that exists and was read, a game's own over atari.toml."""
-    from doom_a3c.run.presets import PRESETS_DIR
+    atari.toml; each file named must be one that exists and was read, a game's own over atari.toml (none is shipped:
+    one written into a copy of the presets)."""
+    from doom_a3c.run import presets
 
+    presets_copy = tmp_path / "presets"
+    shutil.copytree(presets.PRESETS_DIR, presets_copy)
+    (presets_copy / "ALE_Pong-v5.toml").write_text("[train]\nrollout = 30\n")
+    monkeypatch.setattr(presets, "PRESETS_DIR", presets_copy)
     for scenario, files in (("ALE/Breakout-v5", "atari.toml"), ("ALE/Pong-v5", "ALE_Pong-v5.toml over atari.toml"),
                             ("my_way_home", "my_way_home.toml over defaults/doom.toml"), ("basic", "basic.toml")):
-        resolve_new_run({"scenario": scenario, "model_dir": str(tmp_path)})
+        resolve_new_run({"scenario": scenario, "model_dir": str(tmp_path / "m")})
         assert f"preset for {scenario} ({files}): " in capsys.readouterr().out
-        assert all((PRESETS_DIR / name).is_file() for name in files.split(" over "))
+        assert all((presets_copy / name).is_file() for name in files.split(" over "))
+    assert resolve_new_run({"scenario": "ALE/Pong-v5", "model_dir": str(tmp_path / "m")}).rollout == 30  # its own
