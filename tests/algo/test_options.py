@@ -346,17 +346,19 @@ def test_a_boolean_flag_beats_the_preset_both_ways(flags, field, value):
 
 
 def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
-    """scenarios/atari.toml's [train] table applies to any ALE id, Pong's too (it has no preset of its own); each
-    game's background grey is its own (Pong's field 87, Breakout's and Qbert's black)."""
-    for game, background in (("ALE/Breakout-v5", 0.0), ("ALE/Qbert-v5", 0.0), ("ALE/Pong-v5", 87.0)):
+    """scenarios/atari.toml's [train] table applies to any ALE id, under a game's own preset (Pong's) if it has one."""
+    for game in ("ALE/Breakout-v5", "ALE/Qbert-v5"):
         preset = resolve_new_run({"scenario": game})
         assert preset.rollout == 20 and preset.envs_per_worker == 12 and preset.gae_lambda == 1.0
         assert preset.frame_stack == 4 and preset.lstm is False and preset.activation == "relu"
-        assert preset.frame_norm == "background" and preset.frame_background == background
-        assert preset.learning_rate == 7e-4 and preset.weight_init == "glorot" and preset.optimizer == "adam"
+        assert preset.frame_norm == "background" and preset.frame_background == 0.0  # their background is black
+        assert preset.learning_rate == 7e-4
+        assert preset.weight_init == "glorot" and preset.optimizer == "adam"
         assert preset.env_kind == ATARI and preset.clip_rewards is True and preset.frame_skip == 4
+    pong = resolve_new_run({"scenario": "ALE/Pong-v5"})  # its own preset: the recipe it was measured on, with ReLU
+    assert (pong.activation, pong.lstm, pong.frame_stack, pong.frame_norm) == ("relu", True, 1, "standardize")
+    assert (pong.envs_per_worker, pong.learning_rate, pong.gae_lambda, pong.clip_rewards) == (4, 3e-4, 0.95, True)
     assert resolve_new_run({"scenario": "ALE/Pong-v5", "rollout": 30}).rollout == 30
-    assert resolve_new_run({"scenario": "ALE/Pong-v5", "frame_norm": "scale"}).frame_background is None
     assert resolve_new_run({"scenario": "ALE/Breakout-v5", "gae_lambda": 0.95}).gae_lambda == 0.95
     assert resolve_new_run({"scenario": "ALE/Breakout-v5", "activation": "elu"}).activation == "elu"
     assert resolve_new_run({"scenario": "CartPole-v1"}).rollout == 10  # not Atari

@@ -484,19 +484,13 @@ def test_basic_variants_resolve_to_basics_recipe(tmp_path, monkeypatch):
         assert variant.scenario_path.endswith(f"{name}.cfg")
 
 
-def test_a_run_names_the_preset_files_it_read(capsys, tmp_path, monkeypatch):
+def test_a_run_names_the_preset_files_it_read(capsys, tmp_path):
     """Regression: an Atari game without a preset of its own named one ("ALE_Breakout-v5.toml") while it ran
-    atari.toml; each file named must be one that exists and was read, a game's own over atari.toml (none is shipped:
-    one written into a copy of the presets)."""
-    from doom_a3c.run import presets
+    atari.toml; each file named must be one that exists and was read, a game's own over atari.toml."""
+    from doom_a3c.run.presets import PRESETS_DIR
 
-    presets_copy = tmp_path / "presets"
-    shutil.copytree(presets.PRESETS_DIR, presets_copy)
-    (presets_copy / "ALE_Pong-v5.toml").write_text("[train]\nrollout = 30\n")
-    monkeypatch.setattr(presets, "PRESETS_DIR", presets_copy)
     for scenario, files in (("ALE/Breakout-v5", "atari.toml"), ("ALE/Pong-v5", "ALE_Pong-v5.toml over atari.toml"),
                             ("my_way_home", "my_way_home.toml over defaults/doom.toml"), ("basic", "basic.toml")):
-        resolve_new_run({"scenario": scenario, "model_dir": str(tmp_path / "m")})
+        resolve_new_run({"scenario": scenario, "model_dir": str(tmp_path)})
         assert f"preset for {scenario} ({files}): " in capsys.readouterr().out
-        assert all((presets_copy / name).is_file() for name in files.split(" over "))
-    assert resolve_new_run({"scenario": "ALE/Pong-v5", "model_dir": str(tmp_path / "m")}).rollout == 30  # its own
+        assert all((PRESETS_DIR / name).is_file() for name in files.split(" over "))
