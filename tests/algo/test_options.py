@@ -351,7 +351,8 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
         preset = resolve_new_run({"scenario": game})
         assert preset.rollout == 20 and preset.envs_per_worker == 12 and preset.gae_lambda == 1.0
         assert preset.frame_stack == 4 and preset.lstm is False and preset.activation == "relu"
-        assert preset.frame_norm == "scale" and preset.learning_rate == 7e-4
+        assert preset.frame_norm == "background" and preset.frame_background == 0.0  # their background is black
+        assert preset.learning_rate == 7e-4
         assert preset.weight_init == "glorot" and preset.optimizer == "adam"
         assert preset.env_kind == ATARI and preset.clip_rewards is True and preset.frame_skip == 4
     pong = resolve_new_run({"scenario": "ALE/Pong-v5"})  # its own preset: the recipe it was measured on, with ReLU

@@ -219,7 +219,8 @@ def test_frame_norm_background_measures_the_games_background_grey_when_the_run_s
     given = resolve_new_run({"scenario": f"ALE/{game}-v5", "frame_norm": "background", "frame_background": 90.0,
                              "model_dir": str(tmp_path / "m")})
     assert given.frame_background == 90.0
-    assert resolve_new_run({"scenario": f"ALE/{game}-v5", "model_dir": str(tmp_path / "m")}).frame_background is None
+    assert resolve_new_run({"scenario": f"ALE/{game}-v5", "frame_norm": "scale",
+                            "model_dir": str(tmp_path / "m")}).frame_background is None
 
 
 def test_frame_norm_background_is_for_grey_image_frames_only(tmp_path, monkeypatch):
