@@ -41,7 +41,7 @@ class GymFacts(NamedTuple):
     kind: str  # "atari", "image" or "vector"
     action_names: list[str]
     variable_names: list[str]  # an image env's Dict vectors, element by element ([] for the others)
-    background: int | None  # the most common grey level of an image's first frame (None for vectors)
+    background: int | None  # the most common grey of an image's first frame (--frame-norm background), else None
 
 
 def background_grey(frame: np.ndarray) -> int:
@@ -58,7 +58,7 @@ def describe_gym_env(config: TrainConfig) -> GymFacts:
     env = _build(kind, config.scenario, 0, config)
     try:
         background = None
-        if kind in ("atari", "image"):
+        if kind in ("atari", "image") and config.frame_norm == "background":  # a reset only where it is read
             first = env.reset()
             background = background_grey(first["frame"] if first.dtype.names else first)  # a record: frame + vectors
         return GymFacts(kind, list(env.action_names), list(getattr(env, "variable_names", [])), background)
