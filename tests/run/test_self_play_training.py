@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import threading
-import time
 
 import pytest
 
@@ -128,45 +127,40 @@ def test_a_short_self_play_run_writes_match_rows_and_a_checkpoint_play_and_resum
 @pytest.mark.timeout(300)
 def test_an_opponent_engine_killed_mid_run_ends_its_match_with_one_line_and_the_run_goes_on(tmp_path, short_matches,
                                                                                              capsys, monkeypatch):
-    """The killed joiner is one of a match in play (its learner has stepped): an engine that dies during a match's
-    start, before its first frame, crashes the trainer inside ViZDoom (docs/guide/self-play.md)."""
-    playing: dict[int, float] = {}  # port -> time.monotonic() of the match's first learner step
+    """The killed joiner is one of a match in play: it is killed just before its learner's fifth step of a match of
+    27, once the run has written progress, so the match cannot end unseen before the failure shows. An engine killed
+    by another thread at a random instant may die in a match that has just ended (nothing to report) or during a
+    match's start, before its first frame, which crashes the trainer inside ViZDoom (docs/guide/self-play.md)."""
+    steps: dict[int, int] = {}  # port -> the learner's steps so far in the match on that port
+    killed = []
+    killing = threading.Lock()
     step = SelfPlayGame.step
 
-    def recorded_step(game, action):
-        playing.setdefault(game.port, time.monotonic())
-        return step(game, action)
+    def joiners(port):
+        found = []
+        for pid in match_engines(port):
+            try:
+                with open(f"/proc/{pid}/cmdline") as handle:
+                    if "-join" in handle.read().split("\0"):
+                        found.append(pid)
+            except OSError:  # already gone
+                pass
+        return found
 
-    monkeypatch.setattr(SelfPlayGame, "step", recorded_step)
-    killed = []
+    def step_killing_an_opponent(game, action):
+        with killing:  # the run's games step in threads of their own (--env-threads 2): one kill in all
+            steps[game.port] = steps.get(game.port, 0) + 1
+            if not killed and steps[game.port] == 5 and (tmp_path / "model" / "progress.csv").exists():
+                for pid in joiners(game.port)[:1]:
+                    killed.append(pid)
+                    os.kill(pid, signal.SIGKILL)
+        result = step(game, action)
+        if result.game_over:
+            steps.pop(game.port, None)
+        return result
 
-    def kill_an_opponent():
-        def joiners_in_play():
-            """(first step time, pid) of the joiners of matches in play, the newest match first."""
-            found = []
-            for port, since in list(playing.items()):
-                for pid in match_engines(port):
-                    try:
-                        with open(f"/proc/{pid}/cmdline") as handle:
-                            if "-join" in handle.read().split("\0"):
-                                found.append((since, pid))
-                    except OSError:  # the match just ended: its engines are gone
-                        pass
-            return sorted(found, reverse=True)
-        if wait_for(lambda: (tmp_path / "model" / "progress.csv").exists(), 120):
-            time.sleep(1.0)
-            deadline = time.monotonic() + 60
-            while not killed and time.monotonic() < deadline:
-                joiners = joiners_in_play()
-                if joiners:
-                    killed.append(joiners[0][1])
-                    os.kill(killed[0], signal.SIGKILL)
-                time.sleep(0.2)
-
-    killer = threading.Thread(target=kill_an_opponent, daemon=True)
-    killer.start()
+    monkeypatch.setattr(SelfPlayGame, "step", step_killing_an_opponent)
     assert train_from_flags(small_run(tmp_path, max_steps=600)) == 0
-    killer.join(5)
     err = capsys.readouterr().err
     assert killed, err
     lines = [line for line in err.splitlines() if line.strip()]
