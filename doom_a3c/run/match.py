@@ -29,7 +29,7 @@ from doom_a3c.envs.doom.game import locate_cfg
 from doom_a3c.envs.doom.multiplayer import (CONNECT_TIMEOUT_SECONDS, DEFAULT_MATCH_MINUTES, MatchEngines, Seat,
                                             free_udp_port, is_multiplayer, kill_match_engines, player_name,
                                             seat_game_args, time_limit)
-from doom_a3c.envs.engine import quiet_engines
+from doom_a3c.envs.engine import prepare_leash, quiet_engines
 from doom_a3c.envs.factory import make_environment
 from doom_a3c.errors import CheckpointError, ConfigError, one_line
 from doom_a3c.run.agent import PLAY_SEED_OFFSET, Agent, load_agent
@@ -44,6 +44,7 @@ START_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS + 30.0  # engines started, the h
 MATCH_SEED_STRIDE = 100  # match m's player i plays seed + 10,000 + 100 m + i
 WATCH_SECONDS = 0.05  # how often the watchdog looks at the players
 FIND_ENGINES_SECONDS = 0.5  # how often it scans for the engines of seats not found yet
+START_ATTEMPTS = 2  # a match that ends before its first step is played again on a fresh port, once
 
 
 class PlayerGame(threading.Thread):
@@ -241,8 +242,9 @@ def play_matches(model: str, opponents: list[str], out: str, matches: int = 1, b
                  minutes: float | None = None, scenario: str | None = None, greedy: bool = False, seed: int = 0,
                  video: str = "gif", step_timeout: float = STEP_TIMEOUT_SECONDS) -> list[MatchResult]:
     """`matches` matches of `model` against `opponents` (and `bots` bots), each `minutes` long (default: the map's
-    +timelimit); videos from the model's view and results.json in `out`. A match that fails is recorded as not
-    finished and the next one starts on fresh engines."""
+    +timelimit); videos from the model's view and results.json in `out`. A match that ends before its first step
+    starts again once, with a warning; one that fails after it, or twice before it, is recorded as not finished and
+    the next one starts on fresh engines."""
     if video not in VIDEO_FORMATS:
         raise ConfigError(f"--video must be one of {', '.join(VIDEO_FORMATS)}, got {video!r}")
     if bots < 0:
@@ -255,12 +257,21 @@ def play_matches(model: str, opponents: list[str], out: str, matches: int = 1, b
     minutes = minutes or time_limit(map_config.game_args) or DEFAULT_MATCH_MINUTES
     ensure_writable_dir(out, "--out")
     quiet_engines()
+    import vizdoom
+
+    prepare_leash(vizdoom)  # here, before the players' threads start engines side by side
     agents = [load_agent(prefix, greedy, seed + i) for i, (prefix, _) in enumerate(checked)]
     seconds_per_frame = agents[0].config.frame_skip / 35.0
     summaries = []
     for index in range(matches):
-        result, frames = play_match(agents, map_config, minutes, bots,
-                                    seed + PLAY_SEED_OFFSET + MATCH_SEED_STRIDE * index, step_timeout)
+        for attempt in range(1, START_ATTEMPTS + 1):
+            result, frames = play_match(agents, map_config, minutes, bots,
+                                        seed + PLAY_SEED_OFFSET + MATCH_SEED_STRIDE * index, step_timeout)
+            if result.error is None or result.steps > 0 or attempt == START_ATTEMPTS:
+                break
+            # Nothing was played yet: the start failed, as another program taking the port can make it fail.
+            print(f"warning: match {index + 1} ended before its first step ({result.error}); starting it again on "
+                  f"a fresh port", file=sys.stderr, flush=True)
         if result.error is not None:
             print(f"error: match {index + 1} ended early, its engines killed: {result.error}", file=sys.stderr,
                   flush=True)

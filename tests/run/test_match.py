@@ -364,6 +364,52 @@ def test_two_matches_side_by_side_take_their_own_ports(checkpoints, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_match_that_ends_before_its_first_step_starts_again_once_with_one_line(checkpoints, tmp_path, capsys,
+                                                                                  monkeypatch):
+    """The first try's players fail to make their games (as an engine lost while it starts); the second plays."""
+    monkeypatch.chdir(tmp_path)  # ViZDoom writes _vizdoom.ini where it runs
+    made = match.make_environment
+    tries = []
+
+    def failing_first(config, seed):
+        tries.append(seed)
+        if len(tries) <= 2:
+            raise RuntimeError("ViZDoomErrorException: the engine exited while it started")
+        return made(config, seed)
+
+    monkeypatch.setattr(match, "make_environment", failing_first)
+    (result,) = match.play_matches(checkpoints["a"], [checkpoints["b"]], str(tmp_path / "out"), matches=1,
+                                   minutes=0.2)
+    assert result.finished and result.error is None and result.steps >= 100, result
+    assert tries[:2] == tries[2:], "the second try plays the same seeds"
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("warning: match 1 ended before its first step (player p"), lines
+    assert lines[0].endswith("the engine exited while it started); starting it again on a fresh port"), lines[0]
+    (saved,) = json.loads((tmp_path / "out" / "results.json").read_text())["matches"]
+    assert saved["finished"] is True and saved["port"] == result.port
+
+
+@pytest.mark.slow
+def test_a_match_that_fails_twice_before_its_first_step_is_recorded_not_finished(checkpoints, tmp_path, capsys,
+                                                                                 monkeypatch):
+    monkeypatch.chdir(tmp_path)  # play_matches makes ./_vizdoom/ for the engines
+
+    def failing(config, seed):
+        raise RuntimeError("ViZDoomErrorException: the engine exited while it started")
+
+    monkeypatch.setattr(match, "make_environment", failing)
+    (result,) = match.play_matches(checkpoints["a"], [checkpoints["b"]], str(tmp_path / "out"), matches=1,
+                                   minutes=0.2)
+    assert not result.finished and result.steps == 0 and "the engine exited while it started" in result.error
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 2 and lines[0].startswith("warning: match 1 ended before its first step"), lines
+    assert lines[1].startswith("error: match 1 ended early, its engines killed: player p"), lines
+    (saved,) = json.loads((tmp_path / "out" / "results.json").read_text())["matches"]
+    assert saved["finished"] is False
+
+
+@pytest.mark.slow
 def test_a_killed_joining_engine_ends_the_match_with_one_line_and_no_engine_left(checkpoints, tmp_path):
     proc = start_play(tmp_path, "play", *match_flags(checkpoints, tmp_path / "out", "--match-minutes", 2))
     try:
