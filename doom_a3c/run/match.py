@@ -264,9 +264,9 @@ def play_matches(model: str, opponents: list[str], out: str, matches: int = 1, b
     seconds_per_frame = agents[0].config.frame_skip / 35.0
     summaries = []
     for index in range(matches):
+        match_seed = seed + PLAY_SEED_OFFSET + MATCH_SEED_STRIDE * index
         for attempt in range(1, START_ATTEMPTS + 1):
-            result, frames = play_match(agents, map_config, minutes, bots,
-                                        seed + PLAY_SEED_OFFSET + MATCH_SEED_STRIDE * index, step_timeout)
+            result, frames = play_match(agents, map_config, minutes, bots, match_seed, step_timeout)
             if result.error is None or result.steps > 0 or attempt == START_ATTEMPTS:
                 break
             # Nothing was played yet: the start failed, as another program taking the port can make it fail.
