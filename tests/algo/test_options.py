@@ -365,6 +365,22 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
     assert resolve_new_run({"scenario": "basic.wad"}).activation == "elu"  # Doom keeps the seed's ELU
 
 
+@pytest.mark.parametrize("game,flags", [("ALE/Qbert-v5", {}), ("ALE/Phoenix-v5", {}), ("ALE/Pong-v5", {"preset": False})])
+def test_every_atari_game_resolves_to_breakouts_config_but_for_the_games_own_facts(game, flags, tmp_path):
+    """One default set: a game's run differs from Breakout's only in what the game itself is (its id, its action
+    set, its background grey), never in a learning value; Pong does so with --no-preset (its own preset off)."""
+    import json
+
+    def saved(scenario, more):
+        given = {"scenario": scenario, "model_dir": str(tmp_path), "workers": 2, **more}
+        return json.loads(resolve_new_run(given).to_json())
+
+    breakout, other = saved("ALE/Breakout-v5", {}), saved(game, flags)
+    differ = {key for key in set(breakout) | set(other) if breakout.get(key) != other.get(key)}
+    assert differ <= {"scenario", "scenario_path", "actions", "frame_background", *flags}, differ
+    assert other["scenario"] == game and len(other["actions"]) > len(breakout["actions"])  # 6 or 8 against 4
+
+
 def test_new_options_round_trip_through_the_saved_config():
     config = TrainConfig(advantage="nstep", n_step=3, n_step_variant="zero", separate_networks=True, lstm=False,
                          epsilon_start=0.4, epsilon_end=0.1, epsilon_decay_steps=10, epsilon_spread="geometric",
