@@ -2,6 +2,7 @@
 n-step targets, gradient normalisation, learning-rate annealing, the network variants, presets,
 and episode reporting across an Atari-style life loss."""
 import dataclasses
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -365,12 +366,11 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
     assert resolve_new_run({"scenario": "basic.wad"}).activation == "elu"  # Doom keeps the seed's ELU
 
 
-@pytest.mark.parametrize("game,flags", [("ALE/Qbert-v5", {}), ("ALE/Phoenix-v5", {}), ("ALE/Pong-v5", {"preset": False})])
+@pytest.mark.parametrize("game,flags", [("ALE/Qbert-v5", {}), ("ALE/Phoenix-v5", {}),
+                                        ("ALE/Pong-v5", {"preset": False})])
 def test_every_atari_game_resolves_to_breakouts_config_but_for_the_games_own_facts(game, flags, tmp_path):
     """One default set: a game's run differs from Breakout's only in what the game itself is (its id, its action
     set, its background grey), never in a learning value; Pong does so with --no-preset (its own preset off)."""
-    import json
-
     def saved(scenario, more):
         given = {"scenario": scenario, "model_dir": str(tmp_path), "workers": 2, **more}
         return json.loads(resolve_new_run(given).to_json())
@@ -386,8 +386,6 @@ def test_new_options_round_trip_through_the_saved_config():
                          epsilon_start=0.4, epsilon_end=0.1, epsilon_decay_steps=10, epsilon_spread="geometric",
                          gradient_mode="normalize", normalize_norm=0.2, lr_schedule="linear", max_steps=5,
                          clip_rewards=False, hidden_size=32, target_reward=1.0).validate()
-    import json
-
     assert TrainConfig.from_dict(json.loads(config.to_json())) == config
 
 
