@@ -55,7 +55,7 @@ class DoomEnvironment:
 
     Kept instead of ViZDoom's own gymnasium env: on basic with random actions, preprocessing included, 2,426 env
     steps/s and 0.40 ms CPU a step against its 827 and 1.16 ms (it renders the .cfg's 320x240 and wraps every
-    step in dicts); benchmarks/env_libraries.py, 2026-11-23, 20 s each, quiet 2-core machine."""
+    step in dicts); benchmarks/tools/env_libraries.py, 2026-11-23, 20 s each, quiet 2-core machine."""
 
     def __init__(self, config: TrainConfig, seed: int = 0):
         import vizdoom as vzd
