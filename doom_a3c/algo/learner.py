@@ -16,13 +16,14 @@ worker process's local copy and applies it in the parameter server's GlobalLearn
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple, Sequence
+import time
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
 from doom_a3c.algo.entropy_target import entropy_weight, multiplier_step, uniform_entropy
 from doom_a3c.algo.gradients import process_gradients
-from doom_a3c.algo.losses import a3c_loss
+from doom_a3c.algo.losses import a3c_loss, clipped_surrogate_loss
 from doom_a3c.algo.model.actor_critic import ActorCritic, LSTMState
 from doom_a3c.algo.model.layers import STATISTICS_CARRIER
 from doom_a3c.algo.normalization import moments_update, return_scale, return_targets, variable_targets
@@ -45,10 +46,12 @@ class Gradient(NamedTuple):
     grad_norm: float  # before processing
     var_norm: float
     entropy_weight: float  # the entropy bonus's weight in this loss (--entropy-coef unless --entropy-target)
+    approx_kl: float | None = None  # the clipped passes: KL(acting policy || this one) estimated on the minibatch
+    clip_fraction: float | None = None  # the clipped passes: share of the minibatch's steps whose ratio was clipped
 
     def metrics(self, applied: bool, policy_lag: float | None = None) -> TrainMetrics:
         return TrainMetrics(self.policy_loss, self.value_loss, self.entropy, self.grad_norm, self.var_norm,
-                            applied, policy_lag, self.entropy_weight)
+                            applied, policy_lag, self.entropy_weight, self.approx_kl, self.clip_fraction)
 
 
 def learning_targets(config: TrainConfig, rollout: Rollout) -> tuple[np.ndarray, np.ndarray]:
@@ -69,8 +72,41 @@ def learning_targets(config: TrainConfig, rollout: Rollout) -> tuple[np.ndarray,
     return returns, advantages
 
 
+class PreparedRollout(NamedTuple):
+    """What every pass over a rollout shares, computed once from the rollout as it was played."""
+    returns: np.ndarray  # [T, B]
+    advantages: np.ndarray  # [T, B]
+    statistics_updates: list  # the running statistics' steps, in the order of net.statistics (entropy's appended)
+    scale: float  # the return scale (1 unless --normalize-returns)
+    entropy_weight: float
+    entropy_multiplier: float | None  # --entropy-target's multiplier before this rollout
+
+
+def uses_clipped_passes(config: TrainConfig) -> bool:
+    """One pass of one update is A3C's own loss, bit for bit; any more updates a rollout use the clipped surrogate."""
+    return config.epochs * config.minibatches > 1
+
+
+def minibatch_columns(games: int, minibatches: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """The rollout's games, shuffled and dealt into `minibatches` near-equal groups of whole sequences."""
+    return [np.sort(part) for part in np.array_split(rng.permutation(games), min(minibatches, games))]
+
+
+def rollout_columns(rollout: Rollout, columns: np.ndarray) -> Rollout:
+    """The rollout's games `columns` (whole sequences from their first step, with their initial LSTM state)."""
+    def pick(value):
+        return None if value is None else value[:, columns]
+    return rollout._replace(observations=rollout.observations[:, columns], actions=pick(rollout.actions),
+                            rewards=pick(rollout.rewards), dones=pick(rollout.dones), starts=pick(rollout.starts),
+                            values=pick(rollout.values), end_values=pick(rollout.end_values),
+                            log_probs=pick(rollout.log_probs),
+                            initial_state=LSTMState(rollout.initial_state.h[columns], rollout.initial_state.c[columns]),
+                            bootstrap_values=rollout.bootstrap_values[columns])
+
+
 class GradientStep:
-    """The processed gradient of the A3C loss of `net` on a rollout (compiled once per network)."""
+    """The processed gradient of the loss of `net` on a rollout (compiled once per network): A3C's one update, or
+    with --epochs / --minibatches the clipped passes (`passes`)."""
 
     def __init__(self, net: ActorCritic, config: TrainConfig):
         self.net = net
@@ -81,6 +117,9 @@ class GradientStep:
                                                 heads.option_matrix if heads else None)
         # --jit-compile: XLA (None, not False, when off: tf.function's own default, as before the flag)
         self._compiled = tf.function(self._graph, jit_compile=config.jit_compile or None)
+        self._clipped = tf.function(self._clipped_graph, jit_compile=config.jit_compile or None)
+        self._rng = np.random.default_rng(config.seed)  # the minibatches' shuffle
+        self.last_finished: float | None = None  # when this step's caller last finished a rollout's updates
 
     def _graph(self, observations, actions, starts, h, c, returns, advantages, scale, entropy_coef):
         # observations [T, B, *obs]; actions, starts, returns, advantages [T, B]; h, c [B, L]; scale,
@@ -100,6 +139,24 @@ class GradientStep:
         return (processed, finite, terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
                 tf.linalg.global_norm(self.net.learned_variables))
 
+    def _clipped_graph(self, observations, actions, acting_log_probs, starts, h, c, returns, advantages, scale,
+                       entropy_coef):
+        # As _graph, with the clipped surrogate; acting_log_probs [T, B]
+        config, variables = self.config, self.net.trainable_variables
+        with tf.GradientTape() as tape:
+            out = self.net.unroll(observations, LSTMState(h, c), starts)
+            clipped = clipped_surrogate_loss(out.logits, out.values / scale, actions, acting_log_probs,
+                                             returns / scale, advantages / scale, config.clip_ratio,
+                                             config.value_coef, config.policy_coef, entropy_coef)
+            terms = clipped.terms
+        grads = tape.gradient(terms.total, variables)
+        bound = config.clip_norm if config.gradient_mode == "clip" else config.normalize_norm
+        processed, grad_norm = process_gradients(grads, config.gradient_mode, bound)
+        steps = tf.cast(tf.shape(actions)[0], tf.float32)
+        finite = tf.math.is_finite(grad_norm) & tf.math.is_finite(terms.total)
+        return (processed, finite, terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
+                tf.linalg.global_norm(self.net.learned_variables), clipped.approx_kl, clipped.clip_fraction)
+
     def statistics_updates(self, rollout: Rollout, returns: np.ndarray) -> list[np.ndarray]:
         """This rollout's step for each of the network's running statistics (algo/normalization.py), in order."""
         updates = []
@@ -110,7 +167,7 @@ class GradientStep:
             updates.append(moments_update(self.net.return_moments.moments.numpy(), return_targets(returns)))
         return updates
 
-    def __call__(self, rollout: Rollout) -> Gradient:
+    def prepare(self, rollout: Rollout) -> PreparedRollout:
         returns, advantages = learning_targets(self.config, rollout)
         updates = self.statistics_updates(rollout, returns)
         scale = 1.0
@@ -121,18 +178,88 @@ class GradientStep:
         if self.net.entropy_multiplier is not None:
             multiplier = float(self.net.entropy_multiplier.moments.numpy()[0])
             weight = entropy_weight(self.config.entropy_coef, multiplier)
-        grads, finite, *scalars = self._compiled(network_inputs(rollout.observations), rollout.actions,
-                                                 rollout.starts, rollout.initial_state.h, rollout.initial_state.c,
-                                                 returns, advantages, tf.constant(scale, tf.float32),
-                                                 tf.constant(weight, tf.float32))
-        if multiplier is not None:  # this rollout's entropy (per step, scalars[2]) moves the weight of the next
-            updates.append(np.array([multiplier_step(multiplier, float(scalars[2]), self._uniform_entropy,
-                                                     self.config.entropy_target)]))
+        return PreparedRollout(returns, advantages, updates, scale, weight, multiplier)
+
+    def _finish(self, outputs, prepared: PreparedRollout, carries_statistics: bool) -> Gradient:
+        """The compiled graph's outputs as a Gradient; the running statistics' steps ride in the slots of their
+        weights on the rollout's first update only, so that each rollout moves them once."""
+        grads, finite, *scalars = outputs
+        updates = list(prepared.statistics_updates) if carries_statistics else []
+        if carries_statistics and prepared.entropy_multiplier is not None:
+            # this rollout's entropy (per step, scalars[2]) moves the weight of the next
+            updates.append(np.array([multiplier_step(prepared.entropy_multiplier, float(scalars[2]),
+                                                     self._uniform_entropy, self.config.entropy_target)]))
         grads = list(grads)
+        if not carries_statistics:  # the later updates of a rollout leave the statistics where the first moved them
+            for slot in self._statistics_slots:
+                grads[slot] = tf.zeros_like(self.net.trainable_variables[slot])
         for slot, update in zip(self._statistics_slots, updates):
             grads[slot] = tf.constant(update * STATISTICS_CARRIER, tf.float32)
         finite = bool(finite) and all(bool(np.all(np.isfinite(update))) for update in updates)
-        return Gradient(grads, finite, *(float(s) for s in scalars), weight)
+        return Gradient(grads, finite, *(float(s) for s in scalars[:5]), prepared.entropy_weight,
+                        *(float(s) for s in scalars[5:]))
+
+    def __call__(self, rollout: Rollout) -> Gradient:
+        """A3C's one update on the whole rollout."""
+        prepared = self.prepare(rollout)
+        outputs = self._compiled(network_inputs(rollout.observations), rollout.actions, rollout.starts,
+                                 rollout.initial_state.h, rollout.initial_state.c, prepared.returns,
+                                 prepared.advantages, tf.constant(prepared.scale, tf.float32),
+                                 tf.constant(prepared.entropy_weight, tf.float32))
+        return self._finish(outputs, prepared, carries_statistics=True)
+
+    def passes(self, rollout: Rollout) -> Iterator[Gradient]:
+        """Every update of one rollout, one at a time: --epochs passes, each of --minibatches updates on a shuffled
+        share of its games. The caller applies each gradient (and refreshes the network it is taken on) before
+        asking for the next, so that each pass sees the policy the previous ones made; the targets and the
+        acting probabilities stay those of the rollout as played. One update in all is `__call__`'s."""
+        if not uses_clipped_passes(self.config):
+            yield self(rollout)
+            return
+        if rollout.log_probs is None:
+            raise ValueError("the clipped passes need the rollout's acting log-probabilities (Rollout.log_probs)")
+        prepared = self.prepare(rollout)
+        scale = tf.constant(prepared.scale, tf.float32)
+        weight = tf.constant(prepared.entropy_weight, tf.float32)
+        first = True
+        for _ in range(self.config.epochs):
+            for columns in minibatch_columns(rollout.actions.shape[1], self.config.minibatches, self._rng):
+                part = rollout_columns(rollout, columns)
+                outputs = self._clipped(network_inputs(part.observations), part.actions, part.log_probs, part.starts,
+                                        part.initial_state.h, part.initial_state.c, prepared.returns[:, columns],
+                                        prepared.advantages[:, columns], scale, weight)
+                yield self._finish(outputs, prepared, carries_statistics=first)
+                first = False
+
+
+def learn_from_rollout(step: GradientStep, rollout: Rollout, apply: Callable[[Gradient, bool], bool],
+                       policy_lag: float | None = None) -> TrainMetrics:
+    """Every update of one rollout (`GradientStep.passes`), each handed to `apply(gradient, first)` (which applies
+    it to the global network, refreshes the network the next one is taken on, and returns whether it was applied;
+    `first` is the rollout's first update); the metrics of them all, averaged, with the share of this thread's time
+    since its previous rollout that the updates took."""
+    started = time.perf_counter()
+    gradients, applied = [], []
+    for gradient in step.passes(rollout):
+        applied.append(apply(gradient, not gradients))
+        gradients.append(gradient)
+    finished = time.perf_counter()
+    metrics = [g.metrics(a, policy_lag) for g, a in zip(gradients, applied)]
+    previous = step.last_finished if step.last_finished is not None else started
+    step.last_finished = finished
+    return average_metrics(metrics)._replace(update_share=(finished - started) / max(finished - previous, 1e-9))
+
+
+def average_metrics(metrics: Sequence[TrainMetrics]) -> TrainMetrics:
+    """One rollout's updates as one line of metrics: each number averaged, applied if any was."""
+    if len(metrics) == 1:
+        return metrics[0]
+
+    def mean(name: str):
+        values = [getattr(m, name) for m in metrics if getattr(m, name) is not None]
+        return float(np.mean(values)) if values else None
+    return TrainMetrics(*(mean(name) if name != "applied" else any(m.applied for m in metrics)
+                          for name in TrainMetrics._fields))
 
 
 def all_finite(grads: Sequence) -> bool:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from doom_a3c.algo.learner import Gradient, GradientStep
+from typing import Callable
+
+from doom_a3c.algo.learner import Gradient, GradientStep, learn_from_rollout
 from doom_a3c.algo.model.actor_critic import ActorCritic, LSTMState
 from doom_a3c.algo.rollout import Rollout
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.interface import network_inputs
 from doom_a3c.quiet_import import tf
+from doom_a3c.runtime.state import TrainMetrics
 
 
 class LocalCopy:
@@ -61,7 +64,12 @@ class LocalCopy:
 
     # ---- learning ----------------------------------------------------------------------------------
     def gradient(self, rollout: Rollout) -> Gradient:
+        """A3C's one update on the rollout, on this copy."""
         return self._gradient(rollout)
+
+    def learn(self, rollout: Rollout, apply: Callable[[Gradient, bool], bool]) -> TrainMetrics:
+        """Every update of the rollout (--epochs, --minibatches) taken on this copy; `apply` must refresh it."""
+        return learn_from_rollout(self._gradient, rollout, apply)
 
     def sync(self, global_variables) -> None:
         """Take the global network's weights (threads: the global network is in this process). The copy is

@@ -30,6 +30,9 @@ class Rollout(NamedTuple):
     initial_state: LSTMState  # [B, L] each, before step 0
     bootstrap_values: np.ndarray  # [B], V(s_T)
     end_values: np.ndarray  # [T, B] float32, where dones: V(final observation) after a time limit, 0 after a terminal
+    # [T, B] float32, log pi(a_t | s_t) of the policy that chose the actions (before epsilon): the clipped passes'
+    # denominator. None in a rollout made by hand (a test) that only the one-pass A3C update reads.
+    log_probs: np.ndarray | None = None
 
 
 def concatenate_rollouts(rollouts: list[Rollout]) -> Rollout:
@@ -38,6 +41,8 @@ def concatenate_rollouts(rollouts: list[Rollout]) -> Rollout:
         return rollouts[0]
     per_step = {name: np.concatenate([getattr(r, name) for r in rollouts], axis=1)
                 for name in ("observations", "actions", "rewards", "dones", "starts", "values", "end_values")}
+    if all(r.log_probs is not None for r in rollouts):
+        per_step["log_probs"] = np.concatenate([r.log_probs for r in rollouts], axis=1)
     state = LSTMState(np.concatenate([r.initial_state.h for r in rollouts]),
                       np.concatenate([r.initial_state.c for r in rollouts]))
     return Rollout(**per_step, initial_state=state,
@@ -61,6 +66,13 @@ def sample_actions(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     cumulative = np.cumsum(probs, axis=1)
     draws = rng.random((len(logits), 1)) * cumulative[:, -1:]
     return np.minimum((cumulative < draws).sum(axis=1), logits.shape[1] - 1).astype(np.int32)
+
+
+def log_probabilities(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """log pi(a | s) of the chosen actions under the softmax of logits [B, A]; [B] float32."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return np.take_along_axis(log_probs, actions[:, None].astype(np.int64), axis=1)[:, 0].astype(np.float32)
 
 
 class GameRunner:
@@ -117,12 +129,14 @@ class GameRunner:
         dones = np.empty((steps, batch), np.float32)
         starts = np.empty((steps, batch), np.float32)
         values = np.empty((steps, batch), np.float32)
+        log_probs = np.empty((steps, batch), np.float32)
         end_values = np.zeros((steps, batch), np.float32)
         initial_state = self.policy.start_state()
         for t in range(steps):
             logits, step_values = self.policy.act(self._observations, self._starts)
             chosen = self._choose(logits)
             observations[t], actions[t], starts[t], values[t] = self._observations, chosen, self._starts, step_values
+            log_probs[t] = log_probabilities(logits, chosen)
             self.run.steps_sent[self.index] = time.monotonic()
             try:
                 result = self.games.step(chosen)
@@ -147,7 +161,8 @@ class GameRunner:
             self._starts = dones[t].copy()
         self.run.counters.add_steps(steps * batch)
         bootstrap = self.policy.value(self._observations, self._starts)
-        return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap, end_values)
+        return Rollout(observations, actions, rewards, dones, starts, values, initial_state, bootstrap, end_values,
+                       log_probs)
 
     def _track_episodes(self, rewards: np.ndarray, values: np.ndarray, game_overs: np.ndarray,
                         matches: np.ndarray | None = None) -> None:

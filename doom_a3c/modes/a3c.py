@@ -2,7 +2,7 @@
 gradient of each rollout on that copy, applies it to the global network and syncs the copy back."""
 from __future__ import annotations
 
-from doom_a3c.algo.learner import GlobalLearner
+from doom_a3c.algo.learner import GlobalLearner, Gradient
 from doom_a3c.algo.local_copy import LocalCopy
 from doom_a3c.algo.rollout import GameRunner, Rollout
 from doom_a3c.envs.batch import GameBatch
@@ -26,10 +26,13 @@ class A3CWorker:
         self.local.sync(self.learner.net.trainable_variables)
 
     def learn(self, rollout: Rollout) -> TrainMetrics:
-        gradient = self.local.gradient(rollout)
-        applied = self.learner.apply(gradient.grads, gradient.finite)
-        self.sync()
-        return gradient.metrics(applied)
+        """Each of the rollout's updates is taken on the local copy, applied to the global network, and the copy
+        synced before the next: every pass starts from the global weights as they are."""
+        def apply(gradient: Gradient, first: bool) -> bool:
+            applied = self.learner.apply(gradient.grads, gradient.finite)
+            self.sync()
+            return applied
+        return self.local.learn(rollout, apply)
 
     def run_thread(self) -> None:
         """Thread body: play and learn until told to stop; any error stops the whole run."""

@@ -19,7 +19,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from doom_a3c.algo.learner import GlobalLearner, GradientStep
+from doom_a3c.algo.learner import GlobalLearner, GradientStep, learn_from_rollout
 from doom_a3c.algo.model.actor_critic import ActorCritic, LSTMState
 from doom_a3c.algo.rollout import GameRunner, Rollout, concatenate_rollouts
 from doom_a3c.envs.interface import network_inputs
@@ -213,9 +213,9 @@ class RolloutTrainer:
         rollout = concatenate_rollouts([item.rollout for item in items])
         # Policy lag: updates since each rollout's actions were chosen, counted as its gradient is taken.
         lag = self.learner.counters.updates - float(np.mean([item.policy_update for item in items]))
-        gradient = self.gradient(rollout)
-        applied = self.learner.apply(gradient.grads, gradient.finite)
-        return gradient.metrics(applied, policy_lag=lag)
+        # The gradient is taken on the global network itself: each update sees the ones before it, nothing to sync.
+        return learn_from_rollout(self.gradient, rollout, lambda g, first: self.learner.apply(g.grads, g.finite),
+                                  policy_lag=lag)
 
     def run_thread(self) -> None:
         try:

@@ -269,6 +269,11 @@ class Coordinator:
         weights = [m.entropy_weight for m in metrics if m.entropy_weight is not None]
         if weights:
             values["Losses/Entropy Weight"] = sum(weights) / len(weights)
+        for name, tag in (("approx_kl", "Losses/Approx KL"), ("clip_fraction", "Losses/Clip Fraction"),
+                          ("update_share", "Perf/Update Share")):
+            reported = [getattr(m, name) for m in metrics if getattr(m, name) is not None]
+            if reported:  # the KL and clip fraction: --epochs or --minibatches > 1 only
+                values[tag] = sum(reported) / len(reported)
         lags = [m.policy_lag for m in metrics if m.policy_lag is not None]
         if lags:  # GA3C only: A3C's local copies train on their own fresh weights
             values["Perf/Policy Lag"] = sum(lags) / len(lags)

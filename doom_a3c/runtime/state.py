@@ -59,6 +59,9 @@ class TrainMetrics(NamedTuple):
     applied: bool  # False when the gradient was not finite and was dropped
     policy_lag: float | None = None  # GA3C: mean global updates between acting and training (A3C: None)
     entropy_weight: float | None = None  # the entropy bonus's weight (moves with --entropy-target)
+    approx_kl: float | None = None  # --epochs/--minibatches: how far the passes moved the policy from the acting one
+    clip_fraction: float | None = None  # the same: share of the steps whose probability ratio was clipped
+    update_share: float | None = None  # share of the thread's time since its previous rollout spent in its updates
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from doom_a3c.algo.learner import Gradient
 from doom_a3c.algo.local_copy import LocalCopy
 from doom_a3c.algo.rollout import GameRunner, Rollout
 from doom_a3c.config import TrainConfig
@@ -52,15 +53,18 @@ class PushingWorker:
         self.last_reply = reply
 
     def learn(self, rollout: Rollout, episodes: list[EpisodeResult]) -> TrainMetrics:
-        """Push the rollout's gradient with the returns of the episodes that ended in it; take the reply."""
-        gradient = self.local.gradient(rollout)
-        arrays = None
-        if gradient.finite:
-            arrays = [np.zeros(v.shape, np.float32) if g is None else g.numpy()
-                      for g, v in zip(gradient.grads, self.local.net.trainable_variables)]
-        reply = self.push(self.index, arrays, int(rollout.actions.size), [e.reward for e in episodes])
-        self.accept(reply)
-        return gradient.metrics(reply.applied)
+        """Push each of the rollout's updates (the first with its steps and the returns of the episodes that ended
+        in it); each reply's weights replace the local copy before the next is taken."""
+        def push(gradient: Gradient, first: bool) -> bool:
+            arrays = None
+            if gradient.finite:
+                arrays = [np.zeros(v.shape, np.float32) if g is None else g.numpy()
+                          for g, v in zip(gradient.grads, self.local.net.trainable_variables)]
+            reply = self.push(self.index, arrays, int(rollout.actions.size) if first else 0,
+                              [e.reward for e in episodes] if first else [])
+            self.accept(reply)
+            return reply.applied
+        return self.local.learn(rollout, push)
 
     def play_and_learn(self) -> tuple[list[EpisodeResult], TrainMetrics]:
         rollout = self.runner.collect(self.config.rollout)
