@@ -1,6 +1,7 @@
 """Fakes and helpers that tests in several folders share: small configs, fake games and rollouts for the learning
-core, a fake pixel task every mode learns, subprocess runs of train.py and play.py, and the process-table checks of
-the fault tests. Tests import from here, never from each other.
+core, a fake pixel task every mode learns, subprocess runs of train.py and play.py, an agent's first decision, and
+the process-table checks of the fault tests; REPO_ROOT, the checkout. Tests import from here, never from each other
+nor from conftest.py.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from doom_a3c.envs.interface import EnvSpec, Step, observation_dtype
 from doom_a3c.modes.build import ThreadRun, build_global
 from doom_a3c.runtime.state import RunState
 
-from conftest import REPO_ROOT
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ---- the learning core's fakes: still games, small configs, rollouts with an episode end inside ----------------
 SHAPE = (20, 20, 1)
@@ -299,6 +300,19 @@ def strict_json(text):
         raise ValueError(f"not strict JSON: {constant}")
 
     return json.loads(text, parse_constant=refuse)
+
+
+# ---- an agent's first decision, what an exported or reloaded policy must reproduce ----------------------------
+def first_observation_and_policy(agent):
+    """A fresh game's first observation and the agent's policy on it, from a reset state: what an exported
+    policy must reproduce."""
+    env = agent.make_env()
+    try:
+        observation, _ = env.reset()
+    finally:
+        env.close()
+    agent.reset()
+    return observation, agent.policy(observation).probabilities
 
 
 # ---- processes: engines under a trainer, alive or not, a trainer started for a fault test -----------------------

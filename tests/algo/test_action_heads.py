@@ -27,7 +27,7 @@ from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
 from doom_a3c.run.training import train_from_flags
 from doom_a3c.runtime.checkpoint import read_checkpoint, restore
 
-from conftest import REPO_ROOT, first_observation_and_policy
+from support import REPO_ROOT, first_observation_and_policy
 
 # Four buttons in three groups (move, turn, attack), and SPEED left over: a cap of 13 admits 2 x 3 x 2 = 12
 # combinations and SPEED alone, where SPEED in the product would make 24.

@@ -21,8 +21,7 @@ from doom_a3c.errors import ConfigError
 from doom_a3c.modes.build import build_global
 from doom_a3c.run.saved_config import resolve_resumed_run
 
-from conftest import REPO_ROOT
-from support import SHAPE, spec, tiny_config, variable_rollout
+from support import REPO_ROOT, SHAPE, spec, tiny_config, variable_rollout
 
 
 def test_uniform_entropy_by_hand():

@@ -25,7 +25,7 @@ from doom_a3c.run.resolve import resolve_new_run
 from doom_a3c.run.saved_config import FIELDS_BEFORE_ATARI_RECIPE, resolve_resumed_run, upgrade_saved_config
 
 import support
-from conftest import REPO_ROOT, first_observation_and_policy
+from support import REPO_ROOT, first_observation_and_policy
 
 # Two processors' worth of /proc/cpuinfo, shortened: with AVX-512 BF16 (this machine's kind) and without.
 CPUINFO_WITH = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni\n\n" \

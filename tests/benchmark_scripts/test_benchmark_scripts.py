@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT
-from support import running
+from support import REPO_ROOT, running
 
 ROOT = REPO_ROOT
 

@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 TINY_BUDGET = "max_steps=300, workers=1, envs_per_worker=2, gif_every=0"

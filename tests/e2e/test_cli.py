@@ -17,8 +17,8 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
-from support import assert_one_line_error, read_rows, run, run_in_process, saved_run, snapshot, strict_json, wait_for
+from support import (REPO_ROOT, assert_one_line_error, read_rows, run, run_in_process, saved_run, snapshot, strict_json,
+                     wait_for)
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,8 @@ import pytest
 
 from doom_a3c.runtime.checkpoint import read_checkpoint
 
-from conftest import REPO_ROOT
 from support import (
+    REPO_ROOT,
     clean_up,
     descendants,
     engines_under,

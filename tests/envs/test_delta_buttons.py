@@ -33,7 +33,7 @@ from doom_a3c.run.doom_values import doom_buttons
 from doom_a3c.run.resolve import resolve_environment, resolve_new_run
 from doom_a3c.run.saved_config import upgrade_saved_config
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 TURN = "TURN_LEFT_RIGHT_DELTA"
 TURN_BINS_AT_4 = [f"{TURN}={v}" for v in (-40, -32, -24, -16, -8, 8, 16, 24, 32, 40)]  # +-10 degrees a tic, x 4 tics

@@ -13,8 +13,7 @@ from doom_a3c.envs.batch import EnvBatch
 from doom_a3c.envs.interface import EnvSpec
 from doom_a3c.envs.process_batch import ProcessEnvBatch
 
-from conftest import REPO_ROOT
-from support import CountingEnv, counting_factories, running
+from support import REPO_ROOT, CountingEnv, counting_factories, running
 
 SPEC = EnvSpec(3, (2,), 0.25, ["a", "b", "c"])
 

@@ -20,7 +20,7 @@ from doom_a3c.run.resolve import resolve_new_run
 from doom_a3c.run.saved_config import upgrade_saved_config
 from doom_a3c.runtime.checkpoint import read_checkpoint
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 ARENA = ["TURN_LEFT", "TURN_RIGHT", "ATTACK"]  # defend_the_center.cfg's buttons
 CORRIDOR = ["MOVE_LEFT", "MOVE_RIGHT", "ATTACK", "MOVE_FORWARD", "MOVE_BACKWARD", "TURN_LEFT", "TURN_RIGHT"]

@@ -19,7 +19,7 @@ from doom_a3c.errors import ConfigError
 from doom_a3c.run.resolve import resolve_new_run
 from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
 
-from conftest import REPO_ROOT, first_observation_and_policy
+from support import REPO_ROOT, first_observation_and_policy
 
 FAKES = "tests.fixtures.fake_image_envs"
 PLAIN, LIFE_LOST, GAME_END, TIME_LIMIT = (False, False, False), (True, False, False), (True, True, False), \

@@ -10,8 +10,6 @@ from gymnasium.utils.env_checker import check_env
 from doom_a3c import TrainConfig, make_env
 from doom_a3c.envs.gymnasium_env import gym_observation, record_observation
 
-import conftest  # noqa: F401 - the repo on sys.path, quiet TensorFlow
-
 pytestmark = pytest.mark.timeout(180)
 NO_SPEC = "Not able to test alternative render modes"  # made without gym.make: nothing else to check
 INFINITE_BOUNDS = "infinity"  # CartPole's own space has them: check_env(gym.make("CartPole-v1")) says the same

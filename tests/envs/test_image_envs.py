@@ -17,8 +17,7 @@ from doom_a3c.envs.gym.games import ImageEnvironment, image_layout
 from doom_a3c.envs.gym.registry import import_env_module
 from doom_a3c.errors import ConfigError
 
-from conftest import REPO_ROOT, first_observation_and_policy
-from support import clean_up, engines_under, running, wait_for
+from support import REPO_ROOT, clean_up, engines_under, first_observation_and_policy, running, wait_for
 
 pytestmark = pytest.mark.slow
 

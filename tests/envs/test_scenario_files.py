@@ -13,7 +13,7 @@ from doom_a3c.envs.doom.wad import wad_lumps, wad_maps
 from doom_a3c.errors import ConfigError
 from doom_a3c.run.training import train_from_flags
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 
 def make_wad(path, lumps, kind=b"PWAD"):

@@ -15,7 +15,6 @@ from doom_a3c.algo.rollout import GameRunner, concatenate_rollouts
 from doom_a3c.modes.ga3c import Predictor, PredictorPolicy, RolloutTrainer, Runner, ga3c_threads
 from doom_a3c.runtime.checkpoint import read_checkpoint
 
-from conftest import REPO_ROOT  # noqa: F401 - puts the repo on sys.path
 from support import BRIGHT_SHAPE, BrightSideEnv, fake_config, fake_thread_run, read_rows, run
 
 

@@ -29,8 +29,7 @@ from doom_a3c.modes.ray.session import SESSION_SOCKET_SUFFIX, SOCKET_PATH_LIMIT,
 from doom_a3c.modes.ray.worker import PushingWorker
 from doom_a3c.runtime.checkpoint import read_checkpoint
 
-from conftest import REPO_ROOT
-from support import BrightSideEnv, fake_config, fake_thread_run, read_rows, run
+from support import REPO_ROOT, BrightSideEnv, fake_config, fake_thread_run, read_rows, run
 
 VECTOR_SHAPE = (4,)
 

@@ -17,8 +17,7 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT
-from support import wait_for
+from support import REPO_ROOT, wait_for
 
 pytestmark = [
     pytest.mark.slow,

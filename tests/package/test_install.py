@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 SOURCES = ("doom_a3c", "scenarios", "pyproject.toml", "README.md", "requirements.txt")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tomllib
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 
 def pyproject() -> dict:

@@ -16,7 +16,7 @@ from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
 from doom_a3c.run.training import train_from_flags
 from doom_a3c.runtime.checkpoint import read_checkpoint
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 OLD_ATARI = f"{REPO_ROOT}/tests/fixtures/old_atari_checkpoint"
 # tests/fixtures/old_atari_checkpoint, made before the vector env by `train.py --scenario ALE/Breakout-v5 --max-steps

@@ -17,7 +17,7 @@ from doom_a3c.errors import ConfigError, Stopped
 from doom_a3c.run.periodic_evaluation import EvalResult, episode_targets, improves, play_episodes
 from doom_a3c.runtime.state import RunState
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 
 # ---- the episodes an evaluation plays, on fake games ----------------------------------------------------------

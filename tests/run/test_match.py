@@ -22,9 +22,7 @@ from doom_a3c.errors import ConfigError
 from doom_a3c.config import TrainConfig
 from doom_a3c.run import match
 from doom_a3c.run.match import check_buttons, match_failure, places
-from support import assert_one_line_error, descendants, run_in_process, running, wait_for
-
-from conftest import REPO_ROOT
+from support import REPO_ROOT, assert_one_line_error, descendants, run_in_process, running, wait_for
 
 CIG_ARGS = ("-host 1 -deathmatch +timelimit 10.0 +sv_forcerespawn 1 +sv_noautoaim 1 +sv_respawnprotect 1 "
             "+sv_spawnfarthest 1 +sv_nocrouch 1 +viz_respawn_delay 0")

@@ -11,7 +11,7 @@ from doom_a3c.run.playback import play
 from doom_a3c.run.training import train_from_flags
 from doom_a3c.runtime.checkpoint import read_checkpoint
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 OLD_PONG = f"{REPO_ROOT}/tests/fixtures/old_pong_preset_checkpoint"
 # Made by `train.py --scenario ALE/Pong-v5 --max-steps 200 --workers 1 --envs-per-worker 2 --frame-size 36

@@ -24,8 +24,7 @@ from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
 from doom_a3c.run.training import train_from_flags
 from doom_a3c.runtime.checkpoint import read_checkpoint
 
-from conftest import first_observation_and_policy
-from support import GAMES
+from support import GAMES, first_observation_and_policy
 
 
 # ---- resolving a scenario as a user's own -------------------------------------------------------------------

@@ -20,7 +20,7 @@ from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
 from doom_a3c.run.training import train_from_flags
 from doom_a3c.runtime.checkpoint import read_checkpoint, restore
 
-from conftest import REPO_ROOT
+from support import REPO_ROOT
 
 FIXTURE = f"{REPO_ROOT}/tests/fixtures/old_basic_checkpoint"
 TINY = {"frame_size": 20, "hidden_size": 16, "lstm_size": 8, "workers": 1, "envs_per_worker": 2, "env_threads": 1,

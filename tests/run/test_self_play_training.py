@@ -179,8 +179,7 @@ def test_kill_9_of_a_self_play_trainer_leaves_no_engine(tmp_path):
     import subprocess
     import sys
 
-    from conftest import REPO_ROOT
-    from support import running
+    from support import REPO_ROOT, running
 
     log, errors = open(tmp_path / "train.log", "w"), open(tmp_path / "stderr.log", "w")
     proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "cig", "--self-play",
