@@ -84,6 +84,7 @@ def test_asked_for_bfloat16_runs_on_a_cpu_with_it_and_is_a_config_error_without(
         TrainConfig(precision="float16").validate()
 
 
+@pytest.mark.slow
 def test_bfloat16_on_a_cpu_without_it_is_one_line_from_train_py(tmp_path):
     """As a user sees it: train.py in a subprocess, on a fake CPU without bfloat16 (before TensorFlow's import)."""
     cpuinfo = tmp_path / "cpuinfo"

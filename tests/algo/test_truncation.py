@@ -119,6 +119,7 @@ def time_limit_games():
     return [lambda: TimeLimitEnv(0, 5), lambda: TimeLimitEnv(1, 2), lambda: TimeLimitEnv(2, 5)]
 
 
+@pytest.mark.slow
 def test_child_processes_send_the_last_observation_of_a_truncated_game():
     batch = ProcessEnvBatch(time_limit_games(), processes=2)
     try:

@@ -36,6 +36,7 @@ def write_progress(path: str, rewards: list[float], seconds_per_episode: float, 
             writer.writerow([i * seconds_per_episode, i * steps_per_episode, i, 0, reward, steps_per_episode])
 
 
+@pytest.mark.slow
 def test_run_once_reads_when_mean_100_first_reached_the_threshold(tmp_path, capsys):
     learn_basic = load_script("learn_basic")
     # 100 episodes at 0, then 100 at 100: the mean of the last 100 first reaches 80 at episode 180
@@ -214,6 +215,7 @@ def test_a_stopped_benchmark_passes_the_signal_to_its_trainer_and_waits_for_it_t
     assert not running(trainer_pid)
 
 
+@pytest.mark.slow
 def test_a_failed_trainer_still_fails_the_benchmark():
     trainer_child = load_script("trainer_child")
     assert trainer_child.run_trainer([sys.executable, "-c", "raise SystemExit(3)"]) == 3
@@ -656,6 +658,7 @@ def test_sample_factory_deathmatch_frags_a_match_become_frags_a_minute_beside_ou
     assert peer.chart_title(str(run), env) == "cig (doom_a3c) beside dwango5_dm_continuous_weap (Sample Factory)"
 
 
+@pytest.mark.slow
 def test_sample_factory_deathmatch_beside_a_run_without_matches_is_refused_before_it_starts(tmp_path):
     """--ours naming a basic run (no frags_per_minute column) beside doom_deathmatch_bots: one line and exit 2, before
     Sample Factory (here a Python that does not exist) is started."""
@@ -695,7 +698,7 @@ def test_env_libraries_counts_the_cpu_of_child_processes_per_step(tmp_path):
 
 
 def test_reference_a2c_returns_by_hand_and_its_recipe_is_the_trainers_atari_network():
-    """benchmarks/reference_a2c.py: its own discounted returns against hand numbers (a terminal cuts the bootstrap),
+    """benchmarks/tools/reference_a2c.py: its own discounted returns against hand numbers (a terminal cuts the bootstrap),
     the trainer's config it swaps in (RLlib's recipe), and its network's shapes."""
     reference = load_script("tools/reference_a2c")
     rewards = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], np.float32)
@@ -723,6 +726,7 @@ def test_deathmatch_random_sets_the_match_length_in_the_host_arguments():
 
 
 # ---- benchmarks/tools/eval_cost.py ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_eval_cost_plays_cigs_evaluation_matches_and_counts_every_games_steps(monkeypatch, capsys):
     """3 matches of 0.05 game minutes (105 tics, about 26 steps at 4 tics) on 3 games, one a game: every game's
     steps are counted."""

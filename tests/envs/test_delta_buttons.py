@@ -239,6 +239,7 @@ def test_a_run_saves_the_bins_and_its_checkpoint_plays_and_exports_them(tmp_path
     ("ATTACK MOVE_UP_DOWN_DELTA", "makes the delta button MOVE_UP_DOWN_DELTA available, which has no bins"),
     # ViZDoom would drop the whole list with a warning on stderr at each of its loads: refused before any of them.
     ("ATTACK TURN_DELTA", "lists TURN_DELTA, which ViZDoom does not know")])
+@pytest.mark.slow
 def test_a_delta_button_without_bins_is_one_line_from_train_py(buttons, line, tmp_path):
     proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "train.py"),
                            "--scenario", turning_cfg(tmp_path, buttons), "--max-steps", "10"],

@@ -132,6 +132,7 @@ def test_a_game_that_cannot_be_restarted_is_the_callers_error():
 
 # ---- ProcessEnvBatch -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("processes", [1, 2, 5, 9])
 def test_child_processes_give_the_same_results_as_a_plain_loop(processes):
     first, expected, _ = run(1)
@@ -148,6 +149,7 @@ def test_child_processes_give_the_same_results_as_a_plain_loop(processes):
         batch.close()
 
 
+@pytest.mark.slow
 def test_the_games_live_in_the_children_and_close_stops_them():
     batch = ProcessEnvBatch(counting_factories(4), processes=2)
     children = [p for p in batch._processes]
@@ -156,6 +158,7 @@ def test_the_games_live_in_the_children_and_close_stops_them():
     assert not any(p.is_alive() for p in children)
 
 
+@pytest.mark.slow
 def test_a_game_error_in_a_child_reaches_the_caller():
     batch = ProcessEnvBatch(counting_factories(2, fail_at=2), processes=2)
     try:
@@ -171,6 +174,7 @@ def remake_in_child(index, restarts):
     return CountingEnv(10 + index, length=5)
 
 
+@pytest.mark.slow
 def test_a_failing_game_in_a_child_is_restarted_with_its_batch_index():
     batch = ProcessEnvBatch(counting_factories(3, fail_at=2), processes=2, remake=remake_in_child)
     try:
@@ -183,6 +187,7 @@ def test_a_failing_game_in_a_child_is_restarted_with_its_batch_index():
         batch.close()
 
 
+@pytest.mark.slow
 def test_a_child_that_dies_is_an_error_not_a_hang():
     batch = ProcessEnvBatch(counting_factories(2), processes=2)
     try:
@@ -194,6 +199,7 @@ def test_a_child_that_dies_is_an_error_not_a_hang():
         batch.close()
 
 
+@pytest.mark.slow
 def test_a_game_that_cannot_be_built_fails_the_constructor():
     def broken():
         raise ValueError("no such ROM")
@@ -202,6 +208,7 @@ def test_a_game_that_cannot_be_built_fails_the_constructor():
         ProcessEnvBatch([broken], processes=1)
 
 
+@pytest.mark.slow
 def test_ctrl_c_is_left_to_the_trainer():
     """SIGINT reaches the whole process group on Ctrl-C: the children ignore it and keep their games, so the
     trainer can finish its rollout and save."""
@@ -226,6 +233,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
+@pytest.mark.slow
 def test_game_processes_end_when_the_trainer_is_killed():
     """kill -9 of the trainer: every game process notices within seconds, even those whose pipe a later-forked
     sibling still holds open."""
@@ -291,6 +299,7 @@ def test_a_game_process_that_stops_answering_is_replaced_and_its_games_reported_
         batch.close()
 
 
+@pytest.mark.slow
 def test_a_stopped_game_process_is_replaced_too():
     """SIGSTOP: a process that is alive but never answers (a stopped or swapped-out engine looks the same)."""
     batch = ProcessEnvBatch(stalling_factories(2), processes=2, remake=fresh_game, timeout=1.5)
@@ -306,6 +315,7 @@ def test_a_stopped_game_process_is_replaced_too():
         batch.close()
 
 
+@pytest.mark.slow
 def test_a_game_process_that_dies_is_replaced_when_games_may_restart():
     batch = ProcessEnvBatch(stalling_factories(2), processes=2, remake=fresh_game, timeout=5.0)
     try:
@@ -354,6 +364,7 @@ def test_a_stopping_run_does_not_wait_for_a_stalled_game():
         assert time.monotonic() - started < 10.0 and not any(running(pid) for pid in children)
 
 
+@pytest.mark.slow
 def test_a_call_other_than_step_that_times_out_replaces_the_child_and_the_next_step_reports_it():
     batch = ProcessEnvBatch(stalling_factories(2), processes=2, remake=fresh_game, timeout=1.5)
     try:

@@ -107,6 +107,7 @@ def test_a_slot_whose_games_never_start_stops_with_the_error_after_three_tries()
     assert made == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_game_processes_report_start_failures_with_the_batch_index():
     from doom_a3c.envs.process_batch import ProcessEnvBatch
 

@@ -104,6 +104,7 @@ def test_a_cfg_without_buttons(tmp_path, previous_run, capsys):
     assert "makes no buttons available" in refused(cfg, previous_run, capsys)
 
 
+@pytest.mark.slow
 def test_train_py_refuses_a_junk_wad_as_a_user_meets_it(tmp_path):
     """The issue's case, as a new user runs it: `train.py --scenario junk.wad` trained on some other map."""
     (tmp_path / "junk.wad").write_text("garbage")

@@ -15,6 +15,7 @@ def distinct_frames(count, height=120, width=160):
     return [rng.integers(0, 255, (height, width, 3), dtype=np.uint8) for _ in range(count)]
 
 
+@pytest.mark.slow
 def test_mp4_has_every_frame_at_the_game_rate_and_is_upscaled(tmp_path):
     paths = write_video(str(tmp_path / "episode"), distinct_frames(12), 1 / 35, "both")
     assert [p.rsplit(".", 1)[1] for p in paths] == ["gif", "mp4"]
