@@ -698,7 +698,7 @@ def test_env_libraries_counts_the_cpu_of_child_processes_per_step(tmp_path):
 
 
 def test_reference_a2c_returns_by_hand_and_its_recipe_is_the_trainers_atari_network():
-    """benchmarks/tools/reference_a2c.py: its own discounted returns against hand numbers (a terminal cuts the bootstrap),
+    """benchmarks/reference_a2c.py: its own discounted returns against hand numbers (a terminal cuts the bootstrap),
     the trainer's config it swaps in (RLlib's recipe), and its network's shapes."""
     reference = load_script("tools/reference_a2c")
     rewards = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], np.float32)
