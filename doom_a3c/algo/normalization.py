@@ -58,11 +58,6 @@ def return_scale(moments: np.ndarray, floor: float = 1.0) -> float:
     return max(floor, (high - low) / weight) if weight > 0 else 1.0
 
 
-def normalized_advantages(advantages: np.ndarray, moments: np.ndarray, floor: float = 1.0) -> np.ndarray:
-    """Advantages in units of max(floor, S) of these return moments."""
-    return np.asarray(advantages) / return_scale(moments, floor)
-
-
 # ---- game variables: moments [weight, mean (V), mean of squares (V)] ---------------------------------------
 def variable_moments_size(num_variables: int) -> int:
     return 1 + 2 * num_variables

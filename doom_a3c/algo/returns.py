@@ -136,13 +136,6 @@ def n_step_targets(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, b
                        bootstrap=bootstrap_value).astype(np.float32)
 
 
-def n_step_advantages(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, bootstrap_value,
-                      gamma: float, n: int, variant: str, end_values: np.ndarray | None = None) -> np.ndarray:
-    """A_t = G_t - V(s_t) with G_t from `n_step_targets` (same shapes, same variants), float32."""
-    targets = n_step_targets(rewards, values, dones, bootstrap_value, gamma, n, variant, end_values)
-    return (targets - np.asarray(values, np.float64)).astype(np.float32)
-
-
 def standardized(values: np.ndarray, epsilon: float = 1e-8) -> np.ndarray:
     """values shifted and scaled to mean 0 and standard deviation 1 over the whole array (float32)."""
     values = np.asarray(values, np.float32)

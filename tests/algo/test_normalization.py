@@ -37,8 +37,7 @@ def test_return_scale_is_the_debiased_running_percentile_range_by_hand():
 def test_small_returns_are_never_scaled_up():
     moments = np.zeros(3)
     moments = moments + norm.moments_update(moments, norm.return_targets(np.array([0.0, 0.1, 0.2])))
-    assert norm.return_scale(moments) == 1.0
-    np.testing.assert_array_equal(norm.normalized_advantages(np.array([0.5, -0.5]), moments), [0.5, -0.5])
+    assert norm.return_scale(moments) == 1.0  # advantages stay as they are
 
 
 def test_a_lower_floor_scales_a_small_sparse_return_up_and_the_network_agrees(tmp_path):
@@ -48,8 +47,7 @@ def test_a_lower_floor_scales_a_small_sparse_return_up_and_the_network_agrees(tm
     assert norm.return_scale(moments, floor=0.01) == pytest.approx(0.09)  # 95th 0.095 - 5th 0.005
     assert norm.return_scale(moments, floor=1.0) == 1.0
     assert norm.return_scale(np.zeros(3), floor=0.01) == 1.0  # nothing seen yet
-    np.testing.assert_allclose(norm.normalized_advantages(np.array([0.009, -0.018]), moments, floor=0.01),
-                               [0.1, -0.2])
+    np.testing.assert_allclose(np.array([0.009, -0.018]) / norm.return_scale(moments, floor=0.01), [0.1, -0.2])
     flat = norm.moments_update(np.zeros(3), norm.return_targets(np.zeros(10)))  # no reward yet: S = 0
     assert norm.return_scale(flat, floor=0.01) == 0.01
     for floor in (0.01, 1.0):
@@ -66,17 +64,16 @@ def test_returns_at_two_scales_give_the_same_normalised_advantages():
     rng = np.random.default_rng(3)
     batches = [(rng.uniform(0, 5 + 3 * k, size=(10, 4)), rng.normal(size=(10, 4))) for k in range(5)]
     small, large = np.zeros(3), np.zeros(3)
-    for k, (returns, advantages) in enumerate(batches):
+    for returns, advantages in batches:
         small = small + norm.moments_update(small, norm.return_targets(returns))
         large = large + norm.moments_update(large, norm.return_targets(1000.0 * returns))
         assert norm.return_scale(small) > 1.0
-        np.testing.assert_allclose(norm.normalized_advantages(1000.0 * advantages, large),
-                                   norm.normalized_advantages(advantages, small), rtol=1e-9)
-    # And by hand for the first: advantages / (95th - 5th percentile of the first returns).
-    first_returns, first_advantages = batches[0]
-    low, high = np.percentile(first_returns, [5, 95])
-    one = np.zeros(3) + norm.moments_update(np.zeros(3), norm.return_targets(first_returns))
-    np.testing.assert_allclose(norm.normalized_advantages(first_advantages, one), first_advantages / (high - low))
+        np.testing.assert_allclose(1000.0 * advantages / norm.return_scale(large), advantages / norm.return_scale(small),
+                                   rtol=1e-9)
+    # And by hand for the first: advantages are divided by the 95th - 5th percentile of the first returns.
+    low, high = np.percentile(batches[0][0], [5, 95])
+    one = np.zeros(3) + norm.moments_update(np.zeros(3), norm.return_targets(batches[0][0]))
+    assert norm.return_scale(one) == pytest.approx(high - low, rel=1e-12)
 
 
 def test_updates_from_stale_copies_add_up_as_gradients_do():

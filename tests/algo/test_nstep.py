@@ -1,4 +1,4 @@
-"""n_step_targets / n_step_advantages (doom_a3c/algo/returns.py) against values worked out by hand.
+"""n_step_targets (doom_a3c/algo/returns.py) against values worked out by hand.
 
 One 5-step rollout throughout: gamma = 0.5, rewards r = [1, 2, 3, 4, 5],
 values V(s_0..s_4) = [2, 4, 6, 8, 10], bootstrap V(s_5) = 16.
@@ -6,7 +6,7 @@ values V(s_0..s_4) = [2, 4, 6, 8, 10], bootstrap V(s_5) = 16.
 import numpy as np
 import pytest
 
-from doom_a3c.algo.returns import discounted_returns, n_step_advantages, n_step_targets
+from doom_a3c.algo.returns import discounted_returns, n_step_targets
 
 GAMMA = 0.5
 R = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
@@ -91,14 +91,6 @@ def test_zero_with_horizon_longer_than_rollout_never_bootstraps():
     np.testing.assert_allclose(out, discounted_returns(R, NO_END, 0.0, GAMMA))
     # n = T exactly: only t0's horizon lands on s_5: 4.0625 as in "max"; t1 = 2+1.5+1+0.625 = 5.125
     np.testing.assert_allclose(n_step_targets(R, V, NO_END, BOOT, GAMMA, 5, "zero")[:2], [4.0625, 5.125])
-
-
-def test_advantages_are_targets_minus_values():
-    """n_step_advantages = n_step_targets - V(s_t)."""
-    adv = n_step_advantages(R, V, NO_END, BOOT, GAMMA, 3, "max")
-    # [3.75, 5.75, 8.25, 10.5, 13] - [2, 4, 6, 8, 10]
-    np.testing.assert_allclose(adv, [1.75, 1.75, 2.25, 2.5, 3.0])
-    assert adv.dtype == np.float32
 
 
 @pytest.mark.parametrize("variant", ["zero", "max"])

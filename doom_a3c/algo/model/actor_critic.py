@@ -315,7 +315,3 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       weight_init=config.weight_init, precision=precision, activation=config.activation,
                       frame_background=config.frame_background or 0.0)
     return net.build_variables(observation_shape)
-
-
-def variable_norm(variables) -> tf.Tensor:
-    return tf.linalg.global_norm(variables)
