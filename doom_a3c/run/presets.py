@@ -1,6 +1,6 @@
 """The scenario presets (scenarios/<name>.toml; installed: doom_a3c/presets/) and the defaults for maps with none
-(scenarios/defaults/doom.toml): found, read with based_on resolved, and their [train] tables checked. Read only
-when a run starts: a checkpoint never reads a preset again.
+(scenarios/defaults/doom.toml): found, read with based_on resolved, and their [train] tables checked, names and
+values. Read only when a run starts: a checkpoint never reads a preset again.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from doom_a3c.config import TrainConfig
+from doom_a3c.config import TrainConfig, check_values
 from doom_a3c.envs.scenario import ATARI, DOOM, scenario_name
 from doom_a3c.errors import ConfigError
 
@@ -79,8 +79,14 @@ def preset_name(config: TrainConfig) -> str:
 
 
 def scenario_preset(config: TrainConfig) -> dict:
-    """The scenario's preset, or {} with --no-preset: the map is then run as a user's own .cfg would be."""
-    return load_preset(preset_name(config)) if config.preset else {}
+    """The scenario's preset, or {} with --no-preset: the map is then run as a user's own .cfg would be. Its
+    top-level values are checked here; its [train] table's in `preset_train_defaults`."""
+    if not config.preset:
+        return {}
+    name = preset_name(config)
+    preset = load_preset(name)
+    check_values(preset, f"preset for {name} ({preset_path(name).name})")
+    return preset
 
 
 def preset_train_defaults(scenario: str, kind: str, preset: dict,
@@ -108,6 +114,7 @@ def preset_train_defaults(scenario: str, kind: str, preset: dict,
     unknown = sorted(set(defaults) - known)
     if unknown:
         raise ConfigError(f"{source} sets unknown options {unknown}")
+    check_values(defaults, source)  # every value, one a flag overrides too: the error names the file
     return defaults, source
 
 

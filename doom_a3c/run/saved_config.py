@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from doom_a3c.config import TrainConfig
+from doom_a3c.config import TrainConfig, check_values
 from doom_a3c.envs.doom.scenario_files import find_doom_scenario
 from doom_a3c.envs.scenario import DOOM, environment_kind, scenario_name
 from doom_a3c.errors import ConfigError
@@ -99,7 +99,8 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
 
 def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
     """A config as a checkpoint stored it. One saved by an older doom_a3c (sentinels such as frame_skip 0,
-    "auto" clipping, no action set) is completed once from today's preset, with a warning line."""
+    "auto" clipping, no action set) is completed once from today's preset, with a warning line; a value this
+    version does not take is a ConfigError naming the field."""
     data = dict(data)
     if "no_lstm" in data:
         data["lstm"] = not data.pop("no_lstm")
@@ -122,6 +123,7 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
     target = data.get("target_reward")
     if isinstance(target, float) and not math.isfinite(target):
         data["target_reward"] = None
+    check_values(data, f"{where}'s saved config")  # a value this version does not take: a newer doom_a3c's
     config = TrainConfig.from_dict(data)
     if config.is_resolved():
         return config

@@ -45,13 +45,15 @@ def build_backend(config: TrainConfig, resume_prefix: str | None) -> Backend:
     from doom_a3c.modes.threads import ThreadBackend
 
     parts = build_thread_run(config, resume_prefix)
+    if config.trainer == "a3c":
+        from doom_a3c.modes.a3c import a3c_workers
+
+        return ThreadBackend(parts, a3c_workers(parts), "a3c")
     if config.trainer == "ga3c":
         from doom_a3c.modes.ga3c import ga3c_threads
 
         return ThreadBackend(parts, ga3c_threads(parts), "ga3c")
-    from doom_a3c.modes.a3c import a3c_workers
-
-    return ThreadBackend(parts, a3c_workers(parts), "a3c")
+    raise ValueError(f"no trainer {config.trainer!r}: TrainConfig.validate lets none but a3c and ga3c through")
 
 
 def resolve_run(given: dict[str, Any]) -> tuple[TrainConfig, SavedRun | None]:
@@ -83,6 +85,7 @@ def start_run(given: dict[str, Any]) -> Coordinator:
     """A run ready to go from the flags given, by field name; ConfigError/CheckpointError for bad input."""
     TrainConfig(**given).validate()  # the user's own values first, before anything is looked up
     config, saved = resolve_run(given)
+    config.validate()  # and the run's complete config, the preset's and the saved values among it
     ensure_writable_dir(config.model_dir, "--model-dir")
     ensure_writable_dir(config.frames_dir, "--frames-dir")
     if saved is None:
