@@ -15,8 +15,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from doom_a3c.envs.factory import make_environment  # noqa: E402
-from doom_a3c.run.resolve import resolve_new_run  # noqa: E402
+from doom_a3c.envs.factory import make_environment
+from doom_a3c.run.resolve import resolve_new_run
 
 
 def with_time_limit(game_args: str, minutes: float) -> str:

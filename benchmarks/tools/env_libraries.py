@@ -87,7 +87,7 @@ def gymnasium_async(env_id: str, frame_skip: int, size: int, games: int, seconds
     import vizdoom.gymnasium_wrapper  # noqa: F401
 
     def make():
-        import vizdoom.gymnasium_wrapper  # noqa: F401  (in the child process too)
+        import vizdoom.gymnasium_wrapper  # noqa: F401, F811  (in the child process too)
 
         return gym.make(env_id, frame_skip=frame_skip)
 

@@ -27,17 +27,17 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from benchmarks.tools.deathmatch_random import with_time_limit  # noqa: E402
-from doom_a3c.algo.local_copy import LocalCopy  # noqa: E402
-from doom_a3c.config import build_parser, given_values  # noqa: E402
-from doom_a3c.envs.engine import descendants  # noqa: E402
-from doom_a3c.envs.factory import make_env_batch  # noqa: E402
-from doom_a3c.errors import CheckpointError, ConfigError  # noqa: E402
-from doom_a3c.modes.build import build_network  # noqa: E402
-from doom_a3c.quiet_import import tf  # noqa: E402
-from doom_a3c.run.periodic_evaluation import EVAL_SEED_OFFSET, play_episodes  # noqa: E402
-from doom_a3c.run.resolve import resolve_new_run  # noqa: E402
-from doom_a3c.runtime.checkpoint import resolve_prefix, restore  # noqa: E402
+from benchmarks.tools.deathmatch_random import with_time_limit
+from doom_a3c.algo.local_copy import LocalCopy
+from doom_a3c.config import build_parser, given_values
+from doom_a3c.envs.engine import descendants
+from doom_a3c.envs.factory import make_env_batch
+from doom_a3c.errors import CheckpointError, ConfigError
+from doom_a3c.modes.build import build_network
+from doom_a3c.quiet_import import tf
+from doom_a3c.run.periodic_evaluation import EVAL_SEED_OFFSET, play_episodes
+from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.runtime.checkpoint import resolve_prefix, restore
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

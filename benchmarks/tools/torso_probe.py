@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from doom_a3c.errors import CheckpointError, ConfigError, one_line  # noqa: E402
+from doom_a3c.errors import CheckpointError, ConfigError, one_line
 
 
 def feature_spread(features: np.ndarray) -> dict[str, float]:

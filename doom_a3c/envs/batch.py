@@ -131,7 +131,7 @@ class EnvBatch:
         for i, env in enumerate(self.envs):
             try:
                 first.append(env.reset())
-            except Exception as error:  # noqa: BLE001 - as in _step_slice
+            except Exception as error:  # as in _step_slice
                 if self._remake is None:
                     raise
                 self._start_failures.append((i, one_line(error)))
@@ -150,7 +150,7 @@ class EnvBatch:
             try:
                 result = self.envs[i].step(int(actions[i]))
                 observation = self.envs[i].reset() if result.game_over else result.observation
-            except Exception as error:  # noqa: BLE001 - any game's failure: a killed engine, an emulator's error
+            except Exception as error:  # any game's failure: a killed engine, an emulator's error
                 if self._remake is None:
                     raise
                 self._restart(i, error)
@@ -184,7 +184,7 @@ class EnvBatch:
             self.envs[i] = self._remake(i, self._restarts[i])
             try:
                 return self.envs[i].reset()
-            except Exception:  # noqa: BLE001 - as in _step_slice
+            except Exception:  # as in _step_slice
                 if attempt == START_ATTEMPTS:
                     raise
         raise AssertionError("unreachable")

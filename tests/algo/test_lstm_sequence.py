@@ -5,7 +5,7 @@ import pytest
 from doom_a3c.algo.model.lstm_sequence import check_cell, lstm_sequence
 from doom_a3c.quiet_import import keras, tf
 
-T, B, I, H = 6, 3, 5, 4
+T, B, D, H = 6, 3, 5, 4  # steps, games, input features, LSTM units
 
 
 def cell_loop(cell, inputs, h, c, keep):
@@ -21,9 +21,9 @@ def cell_loop(cell, inputs, h, c, keep):
 def case():
     rng = np.random.default_rng(3)
     cell = keras.layers.LSTMCell(H, kernel_initializer=keras.initializers.GlorotUniform(seed=1))
-    cell.build((None, I))
+    cell.build((None, D))
     cell.bias.assign(rng.normal(size=4 * H).astype(np.float32))  # the forget gate's 1s would hide a wrong gate order
-    inputs = tf.constant(rng.normal(size=(T, B, I)).astype(np.float32))
+    inputs = tf.constant(rng.normal(size=(T, B, D)).astype(np.float32))
     h = tf.constant(rng.normal(size=(B, H)).astype(np.float32))
     c = tf.constant(rng.normal(size=(B, H)).astype(np.float32))
     starts = np.zeros((T, B), np.float32)

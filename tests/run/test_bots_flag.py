@@ -51,7 +51,7 @@ def test_cig_hosts_as_bots_does_and_bots_zero_means_none(tmp_path):
     table = own_map_defaults()["deathmatch"]
     assert cig["game_args"] == table["game_args"] and cig["frag_reward"] == table["frag_reward"]
     assert "reward_shaping" not in cig and "train" not in cig  # one copy of the weights and evaluation: the table's
-    run = lambda **given: resolve_new_run({"scenario": "cig", "model_dir": str(tmp_path / "m"), **given})  # noqa
+    run = lambda **given: resolve_new_run({"scenario": "cig", "model_dir": str(tmp_path / "m"), **given})  # noqa: E731
     assert run().reward_shaping == [list(entry) for entry in table["reward_shaping"]] != []
     assert run().bots == 7 and run(bots=3).bots == 3 and run(bots=0).bots == 0
     assert run(bots=0).game_args == cig["game_args"]  # still a deathmatch host: the preset's

@@ -15,9 +15,9 @@ import sys
 if __name__ == "__main__":  # run as a script: the package and tests/support.py from the checkout
     sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
 
-from doom_a3c.envs.doom.scenario_files import shipped_scenario_names  # noqa: E402
-from doom_a3c.run.presets import PRESETS_DIR  # noqa: E402
-from doom_a3c.run.resolve import resolve_new_run  # noqa: E402
+from doom_a3c.envs.doom.scenario_files import shipped_scenario_names
+from doom_a3c.run.presets import PRESETS_DIR
+from doom_a3c.run.resolve import resolve_new_run
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "shipped_configs.json")
 MODEL_DIR = "/tmp/doom_a3c_shipped_configs/models"  # never written: resolving a config writes nothing
