@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Atari training's pace beside the emulator's own, and against another checkout, in one sitting.
+"""Atari training's pace beside the emulator's own, and against another checkout, back to back.
 
     python benchmarks/atari_pace.py [--game ALE/Breakout-v5] [--minutes 3] [--repeats 2]
                                     [--against DIR] [--emulator-seconds 30] [-- extra train.py flags]
@@ -13,8 +13,8 @@
   worktree` of an older commit), the two alternated in each of --repeats rounds.
 - share: training's median agent steps/s over the emulator's; ratio: this checkout's median over DIR's.
 
-Prints a table and writes the numbers to --out (default: a temporary folder)/atari_pace.json. Only figures of one
-sitting compare: the machine's speed varies from one session to the next.
+Prints a table and writes the numbers to --out (default: a temporary folder)/atari_pace.json. Only figures measured
+back to back compare: the machine's speed varies from one hour to the next.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ machine's speed drifts: times only compare between runs of about the same speed)
     python benchmarks/learn_basic.py --minutes 4 --seeds 0 1 2 --stop-at-threshold --peer-python /tmp/peer/bin/python
 
 also runs the peer, Stable-Baselines3 PPO (benchmarks/peer_sb3.py, in a Python that has it), right after each
-of our seeds, and reports the ratios of the two: only figures measured in one sitting compare.
+of our seeds, and reports the ratios of the two: only figures measured back to back compare.
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def main() -> int:
                                          peer_minutes)
         times = (f"the peer's median time to threshold is {peer_time / our_time:.2f}x ours (a seed that never got "
                  f"there counts as infinite)" if math.isfinite(our_time) else "our median run did not get there")
-        print(f"\nratios, measured in this sitting: env steps/s {our_rate / peer_rate:.2f}x the peer's; {times}")
+        print(f"\nratios, measured back to back: env steps/s {our_rate / peer_rate:.2f}x the peer's; {times}")
     print(f"outputs: {out}")
     return 0
 

@@ -6,7 +6,7 @@ another and writes a results table and a grid of learning curves.
         [--no-preset] [--out DIR] [-- extra train.py flags]
     python benchmarks/learn_scenarios.py --minutes 15 --seeds 0 1 2 --scenarios path/to/maze.cfg \
         --target maze=0.9 [--random-policy maze=-0.1]                         # a user's own map
-    python benchmarks/learn_scenarios.py --minutes 30 --combine DIR_A DIR_B --out DIR   # seeds run in two sittings
+    python benchmarks/learn_scenarios.py --minutes 30 --combine DIR_A DIR_B --out DIR   # seeds run at different times
 
 Default: every single-player scenario ViZDoom ships, each with its preset (`python train.py --scenario NAME`);
 `--no-preset` runs them on the defaults alone (`python train.py --scenario NAME --no-preset`). A scenario may also

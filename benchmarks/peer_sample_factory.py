@@ -11,7 +11,7 @@ summaries hold the mean of its last 100 episodes' `true_objective` (the env's ow
 shaping). This converts that mean to the game's own score (PEER_ENVS says how, per env), counts env steps as
 frames / 4 (its frame skip) and wall time from its first frame report (after start-up). `doom_basic` is read
 from the log as it grows, so a run can stop once its mean reaches `--threshold`; the other envs run for the
-whole budget. With `--ours RUN_DIR` (a train.py model dir run in the same sitting on the same scenario) it
+whole budget. With `--ours RUN_DIR` (a train.py model dir run just before, on the same scenario) it
 also writes comparison.png (both mean-100 curves against minutes) and prints the ratio of the two at equal
 wall time. health_gathering is compared in tics alive per episode: Sample Factory's version of the scenario
 pays 0.01 a tic with no death penalty (ViZDoom's own pays 1 a tic and -100 on death), so tics alive is the

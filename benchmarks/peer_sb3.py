@@ -7,7 +7,7 @@ default PPO with 128-step rollouts), with 8 envs and 60x80 grey frames.
 
 It writes progress.csv in train.py's format (one row per episode: wall_s, env_steps, episode, worker, reward,
 length) so that benchmarks/learn_basic.py reads both the same way; `learn_basic.py --peer-python PY` runs it
-after each of our runs, in the same sitting, and reports the ratios. It needs PyTorch and Stable-Baselines3,
+right after each of our runs, and reports the ratios. It needs PyTorch and Stable-Baselines3,
 which are not this project's dependencies: install them in a separate environment, e.g.
     python -m venv /tmp/peer && /tmp/peer/bin/pip install stable-baselines3 vizdoom==1.3.2 gymnasium==1.4.0 opencv-python-headless
 This file imports nothing from doom_a3c (no TensorFlow there).

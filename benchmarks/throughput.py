@@ -37,7 +37,7 @@ from doom_a3c.run.summaries import read_progress  # noqa: E402
 
 # name -> train.py flags. "a3c-batched" is the scenario's preset (basic.wad: A3C, 42x42 frames x 8 games per
 # worker, 10-step rollouts), "ga3c" the same with the GA3C trainer; every mode names its trainer, whatever a preset says;
-# "a3c-e1" is the seed's (84x84, one game per worker, 30-step rollouts); "a3c-e4-84" the default before the
+# "a3c-e1" is the starting recipe (84x84, one game per worker, 30-step rollouts); "a3c-e4-84" the default before the
 # preset (84x84, 4 games per worker, 30-step rollouts). "ray" runs A3C workers as Ray actors.
 A3C = ["--trainer", "a3c"]
 MODES = {

@@ -7,7 +7,7 @@ Steps the scenario's games with uniformly random actions (and restarts, as train
 DoomEnvironment the trainer uses, built from the config a fresh train.py run resolves (the preset's frame skip,
 crop, action set and frame size): one game from one thread, then
 one game per core, each from its own thread. Reports steps/s and the CPU time per step of the Python side
-and of the engine processes. Shared machines drift: figures compare only within one sitting.
+and of the engine processes. Shared machines drift: only figures measured back to back compare.
 """
 from __future__ import annotations
 

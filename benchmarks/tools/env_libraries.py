@@ -15,7 +15,7 @@ Steps count games stepped (a batch step of 8 games is 8). CPU per step counts th
 under it (the engines, the vector env's workers): the cost a trainer pays for its games. ViZDoom's gymnasium
 envs get the same preprocessing as ours (doom_a3c.envs.interface.preprocess_frame to the preset's frame size), so
 both hand out what the network takes. A smoke check of a few seconds each shows that it runs;
-figures to quote need a quiet machine and 30 s or more each. Shared machines drift: compare within one sitting.
+figures to quote need a quiet machine and 30 s or more each. Shared machines drift: compare figures measured back to back.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """The precision and XLA speed table: default training's env steps/s with each way of running the network, against
-a base commit, in one sitting.
+a base commit, back to back.
 
     python benchmarks/tools/network_speed.py --base 01f8852 --minutes 2 --repeats 2 \
         --scenarios basic.wad ALE/Breakout-v5 --variants float32 bfloat16 jit bfloat16+jit

@@ -1,11 +1,11 @@
-"""Epsilon-greedy exploration layered on top of the sampled policy (seed 003), as pure NumPy functions.
+"""Epsilon-greedy exploration layered on top of the sampled policy, as pure NumPy functions.
 
 With probability epsilon an action sampled from the policy is swapped for a uniformly random one.
 Epsilon decays linearly from `start` to a final value over `decay_steps`, then stays flat. Seed 003
 remarks that giving each worker its own exploration constant helped; `worker_epsilons` provides the
 per-worker final values, and worker i then uses `epsilon_at(step, start, finals[i], decay_steps)`.
 
-The swapped actions make the rollout slightly off-policy for the A3C gradient; seed 003 accepts
+The swapped actions make the rollout slightly off-policy for the A3C gradient; GA3C-style A3Cs accept
 that, and so do we: keep epsilon small (or 0, the no-op) once the policy has started to learn.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ def epsilon_at(step: int, start: float, end: float, decay_steps: int) -> float:
 def worker_epsilons(num_workers: int, start: float, end: float, spread: str = "same") -> np.ndarray:
     """Final epsilon of each worker, [num_workers], all within [end, start]; worker 0 always gets `end`.
 
-    - "same": every worker ends at `end` (seed 003's single constant).
+    - "same": every worker ends at `end` (one constant for all).
     - "linear": evenly spaced from `end` (worker 0) to `start` (last worker).
     - "geometric": log-evenly spaced, eps_i = end * (start / end) ** (i / (N - 1)). This is the Ape-X
       spread eps_i = base ** (1 + alpha i / (N - 1)) with base = start, alpha chosen so that the

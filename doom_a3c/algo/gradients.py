@@ -1,4 +1,4 @@
-"""Gradient post-processing before the shared optimizer: global-norm clipping or seed 002's normalisation.
+"""Gradient post-processing before the shared optimizer: global-norm clipping or per-tensor normalisation.
 
 Both functions take the list that `tape.gradient` returns (entries may be None for variables the
 loss does not touch), are pure TensorFlow ops usable inside `tf.function`, and return
@@ -15,7 +15,7 @@ GRADIENT_MODES = ("clip", "normalize")
 
 
 def clip_gradients(grads: Sequence[tf.Tensor | None], clip_norm: float) -> tuple[list, tf.Tensor]:
-    """Scale all gradients by one factor so that their joint L2 norm is at most `clip_norm` (seed 004)."""
+    """Scale all gradients by one factor so that their joint L2 norm is at most `clip_norm`."""
     clipped, global_norm = tf.clip_by_global_norm(grads, clip_norm)
     return clipped, global_norm
 
@@ -32,7 +32,7 @@ def normalize_gradients(grads: Sequence[tf.Tensor | None], clip_norm: float) -> 
     """Seed 002's "gradient normalisation": each gradient tensor is clipped on its own average norm.
 
     For every tensor g with n elements, the average norm ||g||_2 / n is compared with `clip_norm`
-    (0.1 in the seed); when larger, g is scaled down so that it equals `clip_norm`, otherwise g
+    (0.1 by default); when larger, g is scaled down so that it equals `clip_norm`, otherwise g
     is left as it is. This is TF1's `clip_by_average_norm`, applied tensor by tensor.
 
     It differs from global-norm clipping in two ways. Each tensor gets its own scale factor, so the
@@ -41,7 +41,7 @@ def normalize_gradients(grads: Sequence[tf.Tensor | None], clip_norm: float) -> 
     L2 norm: large kernels (the 2592x256 dense layer: bound ~66,000 at 0.1) are rarely touched,
     while biases and the small heads are capped hard. The two coincide only for a single tensor
     with one element, where the average norm is the norm itself. Because the threshold is per
-    element, it needs its own value (the seed's 0.1); reusing the global-norm 40 would do nothing.
+    element, it needs its own value (0.1 by default); reusing the global-norm 40 would do nothing.
     Returns (normalised gradients, global L2 norm of the input gradients).
     """
     global_norm = tf.linalg.global_norm(grads)
@@ -50,7 +50,7 @@ def normalize_gradients(grads: Sequence[tf.Tensor | None], clip_norm: float) -> 
 
 
 def process_gradients(grads: Sequence[tf.Tensor | None], mode: str, clip_norm: float) -> tuple[list, tf.Tensor]:
-    """Dispatch on `mode`: "clip" (global norm, the default A3C recipe) or "normalize" (seed 002)."""
+    """Dispatch on `mode`: "clip" (global norm, the default A3C recipe) or "normalize" (per tensor)."""
     # `mode` is a Python string, so the choice is made once when tf.function traces, not per step.
     if mode == "clip":
         return clip_gradients(grads, clip_norm)

@@ -18,7 +18,7 @@ def a3c_loss(logits: tf.Tensor, values: tf.Tensor, actions: tf.Tensor, returns: 
              advantages: tf.Tensor, value_coef: float, policy_coef: float, entropy_coef: float) -> LossTerms:
     """logits [T, B, A]; values, actions, returns, advantages [T, B].
 
-    As in the seed, each term is summed over the rollout's time steps; it is averaged over the B
+    Each term is summed over the rollout's time steps; it is averaged over the B
     environments so that the gradient's scale (and the meaning of --clip-norm 40) does not change
     with --envs-per-worker.
     """

@@ -5,7 +5,7 @@ the episode ended at step t, so nothing after t is credited to step t. What step
 then is `end_values[t]`: 0 after a terminal state (the default), V(final observation) after a time
 limit, which is no terminal: the episode was cut, not finished (as Stable-Baselines3 treats it).
 Rollouts that run out while an episode is still going bootstrap from V(s_T).
-Each episode segment is discounted with `scipy.signal.lfilter`, as in the seed.
+Each episode segment is discounted with `scipy.signal.lfilter`.
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def generalized_advantages(rewards: np.ndarray, values: np.ndarray, dones: np.nd
     """GAE: A_t = sum_k (gamma lam)^k delta_{t+k}, delta_t = r_t + gamma V(s_{t+1}) - V(s_t); at an episode end
     V(s_{t+1}) is the end value (0 unless a time limit ended it).
 
-    With lam = 1 this is the seed's advantage: discounted return minus V(s_t).
+    With lam = 1 this is plain A3C's advantage: discounted return minus V(s_t).
     """
     def one_column(r, v, d, e, bootstrap):
         out = np.zeros(len(r), np.float64)

@@ -116,7 +116,7 @@ class GameRunner:
 
     def _choose(self, logits: np.ndarray) -> np.ndarray:
         actions = sample_actions(logits, self.rng)
-        if self.epsilon is not None:  # seed 003: epsilon-greedy on top of the sampled policy
+        if self.epsilon is not None:  # epsilon-greedy on top of the sampled policy
             actions = apply_epsilon(actions, logits.shape[1], self.epsilon.at(self.run.counters.env_steps), self.rng)
         return actions
 

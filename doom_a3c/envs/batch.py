@@ -99,7 +99,7 @@ class EnvBatch:
 
     Kept instead of gymnasium's AsyncVectorEnv: 8 basic games, 4,004 env steps/s and 0.42 ms CPU a step against
     its 954 and 1.63 ms (a process and pipe round trip per game, over ViZDoom's gymnasium env);
-    benchmarks/env_libraries.py, 2026-11-23, quiet 2-core machine."""
+    benchmarks/tools/env_libraries.py on a quiet 2-core machine."""
 
     def __init__(self, envs: Sequence[Environment], threads: int = 1, remake: Remake | None = None):
         if not envs:

@@ -1,4 +1,4 @@
-"""GA3C-style training (`--trainer ga3c`, seed 003 after Babaeizadeh et al., 2017): runners play, one
+"""GA3C-style training (`--trainer ga3c`, after Babaeizadeh et al., 2017): runners play, one
 predictor acts for all of them, trainer threads learn from batches of rollouts.
 
 Runner threads each step one EnvBatch of games and send every step's observations to ONE predictor

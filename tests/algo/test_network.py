@@ -238,7 +238,7 @@ def test_normalized_columns_norm_equals_std(std):
 
 
 def test_heads_use_normalized_columns():
-    """Policy columns have norm 0.01 and the value column norm 1.0, as in the seed."""
+    """Policy columns have norm 0.01 and the value column norm 1.0."""
     net = ActorCritic(A, L, seed=0).build_variables(OBSERVATION_SHAPE)
     np.testing.assert_allclose(np.linalg.norm(net.policy_head.kernel.numpy(), axis=0), np.full(A, 0.01), rtol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(net.value_head.kernel.numpy(), axis=0), [1.0], rtol=1e-5)
@@ -275,7 +275,7 @@ def test_background_frames_make_the_games_background_zero():
 
 # ---- --activation ----------------------------------------------------------------------------------------------
 def test_relu_torso_has_no_negative_features_and_elu_does():
-    """--activation relu: every torso layer is a rectifier (no output below 0); the seed's ELU goes down to -1. The
+    """--activation relu: every torso layer is a rectifier (no output below 0); ELU goes down to -1. The
     features are the hidden layer's output, computed by hand from the conv layers' weights."""
     frames = np.random.default_rng(5).integers(0, 255, (3, *OBSERVATION_SHAPE)).astype(np.uint8)
     lows = {}

@@ -118,8 +118,8 @@ def test_batched_hand_computed_and_scalar_bootstrap():
 
 
 def _seed_style_missing_as_zero(rewards, values, terms, gamma):
-    """Reference for seed 001's first variant on a whole episode: `terms` terms per target, the last
-    of them a value, stopping at the end of the data."""
+    """A plain loop of the missing-terms-as-0 variant on a whole episode: `terms` terms per target, the last of them
+    a value, stopping at the end of the data."""
     targets = np.zeros(len(rewards))
     for t in range(len(rewards)):
         for k in range(terms):
@@ -131,7 +131,7 @@ def _seed_style_missing_as_zero(rewards, values, terms, gamma):
 
 @pytest.mark.parametrize("terms", [2, 3, 5])
 def test_zero_matches_seed_variant_with_n_one_less_than_its_term_count(terms):
-    """On a rollout that ends its episode, "zero" with n equals the seed's loop with n + 1 terms."""
+    """On a rollout that ends its episode, "zero" with n equals the plain loop with n + 1 terms."""
     rng = np.random.default_rng(3)
     rewards, values = rng.normal(size=6), rng.normal(size=6)
     dones = np.array([0, 0, 0, 0, 0, 1])

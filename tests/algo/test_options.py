@@ -363,7 +363,7 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
     assert resolve_new_run({"scenario": "ALE/Breakout-v5", "gae_lambda": 0.95}).gae_lambda == 0.95
     assert resolve_new_run({"scenario": "ALE/Breakout-v5", "activation": "elu"}).activation == "elu"
     assert resolve_new_run({"scenario": "CartPole-v1"}).rollout == 10  # not Atari
-    assert resolve_new_run({"scenario": "basic.wad"}).activation == "elu"  # Doom keeps the seed's ELU
+    assert resolve_new_run({"scenario": "basic.wad"}).activation == "elu"  # Doom keeps ELU
 
 
 @pytest.mark.parametrize("game,flags", [("ALE/Qbert-v5", {}), ("ALE/Phoenix-v5", {}),

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def cartpole(tmp_path_factory):
-    """CartPole with a batch of the seeds' options on, 4000 steps. One worker, so all 4000 steps are its
+    """CartPole with a batch of the algorithm options on, 4000 steps. One worker, so all 4000 steps are its
     own: with two, a CI run once stopped before worker 0's game 0 ended its first (recorded) episode."""
     base = tmp_path_factory.mktemp("cartpole")
     model, frames = base / "model", base / "frames"

@@ -75,7 +75,7 @@ def test_parameter_server_applies_a_gradient_and_counts(tmp_path):
     server.apply(1, ones_like(server), 60, [5.0])
     status = server.status()
     assert (status["env_steps"], status["updates"], status["episodes"]) == (180, 2, 3)
-    assert status["recent_returns"] == [3.0, -1.0, 5.0]  # seed 000's queue of returns
+    assert status["recent_returns"] == [3.0, -1.0, 5.0]  # the queue of returns
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), None])

@@ -58,14 +58,14 @@ VARIABLE_UNITS = 32  # width of the game variables' own layer (a handful of numb
 class ActorCritic(keras.Model):
     """`torso` "conv" takes [84, 84, 1] uint8 frames (Doom, Atari), "dense" takes [N] float32 vectors
     (CartPole). `use_lstm=False` feeds the torso straight to the heads (the state is then empty, [B, 0]).
-    `separate_critic` gives the value head its own torso and LSTM (seed 001's separate actor and critic
+    `separate_critic` gives the value head its own torso and LSTM (separate actor and critic
     networks); the two LSTM states then travel side by side in one state, [B, 2 * lstm_size].
     `normalize_variables` standardises the game variables by running moments; `normalize_returns` makes the
     value output S times the value head, S the running return scale (both doom_a3c/algo/normalization.py).
     `factorised_heads` makes the policy layer output every head's logits and the policy output their joint
     log-probabilities over the `num_actions` actions (the layer keeps its name: "policy").
     `precision` "bfloat16": the torso and LSTM in mixed precision (module docstring); the same weights.
-    `activation` is the torso's: the seed's "elu" or "relu" (Atari's default: docs/defaults/atari-defaults.md says why).
+    `activation` is the torso's: "elu" (the default) or "relu" (Atari's default: docs/defaults/atari-defaults.md says why).
     `frame_background`: the grey level (0-255) `frame_norm` "background" subtracts from the scaled frames.
     """
 
@@ -141,7 +141,7 @@ class ActorCritic(keras.Model):
         return NormalizedColumns(scale, seed)
 
     def _torso_initializer(self, seed: int, gain: float = float(np.sqrt(2.0))) -> keras.initializers.Initializer:
-        """Glorot (the seed's), or orthogonal with gain sqrt(2) for the rectifier-like ELU layers (1 for the LSTM's
+        """Glorot (the default), or orthogonal with gain sqrt(2) for the rectifier-like ELU layers (1 for the LSTM's
         input weights), as the A2C and PPO Atari baselines initialise (OpenAI baselines, CleanRL, SB3)."""
         if self.weight_init == "orthogonal":
             return keras.initializers.Orthogonal(gain=gain, seed=seed)

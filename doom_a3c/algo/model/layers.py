@@ -11,7 +11,7 @@ from doom_a3c.quiet_import import keras, tf
 
 @keras.saving.register_keras_serializable(package="doom_a3c")
 class NormalizedColumns(keras.initializers.Initializer):
-    """Gaussian weights whose columns are rescaled to norm `std` (the seed's policy/value init)."""
+    """Gaussian weights whose columns are rescaled to norm `std` (the policy and value heads' init)."""
 
     def __init__(self, std: float = 1.0, seed: int | None = None):
         self.std = std

@@ -75,7 +75,7 @@ class DeltaBins(NamedTuple):
     named_per_step: bool
 
 
-# Measured in ViZDoom 1.3.2 (defend_the_center.wad, 2026-11-28): a delta button's value acts on every tic of
+# Measured in ViZDoom 1.3.2 (defend_the_center.wad): a delta button's value acts on every tic of
 # make_action(action, tics), then lapses. TURN_LEFT_RIGHT_DELTA 10 turned 9.998 degrees in 1 tic, 39.99 in 4,
 # 79.98 in 8, and 0 in the idle tics after; 2.5 for 4 tics 9.997; 10/3 for 4 tics 13.315 (the engine keeps 1/182
 # of a degree a tic); positive turns right (ANGLE falls). LOOK_UP_DOWN_DELTA alike: 2 for 6 tics, 12 degrees up.

@@ -7,7 +7,7 @@ import numpy as np
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.action_sets import is_first_half, missing_buttons, pressed_button, tic_value
-from doom_a3c.envs.doom.multiplayer import is_multiplayer
+from doom_a3c.envs.doom.multiplayer import DEFAULT_MATCH_MINUTES, is_multiplayer, time_limit
 from doom_a3c.envs.doom.shaping import VariableShaping, match_report
 from doom_a3c.envs.engine import leash_engine
 from doom_a3c.envs.interface import Step, observation_dtype, preprocess_frame
@@ -55,7 +55,7 @@ class DoomEnvironment:
 
     Kept instead of ViZDoom's own gymnasium env: on basic with random actions, preprocessing included, 2,426 env
     steps/s and 0.40 ms CPU a step against its 827 and 1.16 ms (it renders the .cfg's 320x240 and wraps every
-    step in dicts); benchmarks/tools/env_libraries.py, 2026-11-23, 20 s each, quiet 2-core machine."""
+    step in dicts); benchmarks/tools/env_libraries.py, 20 s each, on a quiet 2-core machine."""
 
     def __init__(self, config: TrainConfig, seed: int = 0):
         import vizdoom as vzd
@@ -74,8 +74,17 @@ class DoomEnvironment:
         self._game.set_seed(seed % (2**31))
         if config.game_args:
             self._game.add_game_args(config.game_args)
+        self._match = config.plays_deathmatch()
+        if self._match and time_limit(config.game_args) is None and not self._game.get_episode_timeout():
+            # Neither the host's arguments nor the .cfg end a match: a deathmatch would go on for ever, no episode
+            # ever reported. The engine ends it at the default time limit, as a self-play match's.
+            self._game.add_game_args(f"+timelimit {DEFAULT_MATCH_MINUTES:g}")
         self._frag_reward = config.frag_reward
-        if self._frag_reward:
+        # A deathmatch host's score is the game's own frags (FRAGCOUNT's changes: a suicide takes one); what else the
+        # engine pays (a .cfg's death_penalty or living_reward, a map script's reward) and frag_reward's excess over
+        # 1 a frag are learnt alike, but as shaping, never in the score.
+        self._counts_frags = bool(self._frag_reward) or self._match
+        if self._counts_frags:
             self._game.add_available_game_variable(vzd.GameVariable.FRAGCOUNT)
         self._bots = config.bots or 0  # None: a config made by hand, never resolved
         self._frags = 0.0
@@ -88,11 +97,11 @@ class DoomEnvironment:
         # a match's report). A deathmatch host's episodes are matches, reported at their end with every player's
         # frags for the place; a death (DEATHCOUNT rising: the engine may respawn the player within the step)
         # restarts the shaping of what a respawn resets.
-        self._match = config.plays_deathmatch()
         variable = vzd.GameVariable
         self._deaths_variable = variable.DEATHCOUNT
         self._counts_deaths = bool(self._shaping_names) or self._match
         self._deaths = self._deaths_at_start = 0.0
+        self._match_tics = 0  # the match's game time as last seen while it ran (a map's exit reads 0 after)
         multiplayer = self._match or is_multiplayer(config.game_args)
         self._tally_variables = [variable.FRAGCOUNT, variable.DEATHCOUNT] if multiplayer else []
         self._player_variables = [variable.PLAYER_COUNT] + [

@@ -1,4 +1,4 @@
-"""A3C across processes and machines on Ray (`--distributed ray`, seed 000's parameter server and workers).
+"""A3C across processes and machines on Ray (`--distributed ray`: a parameter server and workers).
 
 Three kinds of process, all built by doom_a3c/modes/build.py's functions from the run's resolved config:
 

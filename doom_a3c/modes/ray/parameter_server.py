@@ -42,8 +42,8 @@ class ParameterServer:
             configure_actor_threads(inter_op=1)
         self.config = TrainConfig.from_dict(json.loads(config_json))
         self.parts: GlobalParts | None = None
-        self.episodes = 0  # episodes the workers reported with their pushes (seed 000's GLOBAL_EP)
-        self.recent_returns: deque[float] = deque(maxlen=100)  # seed 000's GLOBAL_RUNNING_R queue
+        self.episodes = 0  # episodes the workers reported with their pushes
+        self.recent_returns: deque[float] = deque(maxlen=100)  # the returns of the last 100 episodes
 
     def build(self, spec: EnvSpec, resume_prefix: str | None = None) -> str | None:
         """Build (and restore) the global network once the games tell its shape. Returns None, or the reason

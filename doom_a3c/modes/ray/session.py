@@ -17,7 +17,7 @@ REPO_ROOT = str(Path(__file__).resolve().parents[3])  # the checkout: doom_a3c/m
 # <temp dir>/session_<date>_<time>_<microseconds>_<pid>/sockets/plasma_store (64 characters after the temp dir
 # with a 7-digit pid). A temp dir longer than this is replaced by a short one in /tmp.
 SOCKET_PATH_LIMIT = 107
-SESSION_SOCKET_SUFFIX = len("/session_2026-01-01_00-00-00_000000_1234567/sockets/plasma_store")
+SESSION_SOCKET_SUFFIX = len("/session_YYYY-MM-DD_hh-mm-ss_ffffff_PPPPPPP/sockets/plasma_store")
 SHIPPED_TO_CLUSTER = ("doom_a3c",)  # the package; a resolved config needs no preset
 
 
