@@ -1,7 +1,7 @@
 """Evaluation during training: every --eval-every-minutes, and once more when the run ends, the global weights
-play --eval-episodes whole episodes on games of their own, in a thread of its own so that training goes on. The
-final evaluation is left out when the latest one took its weights within one round of updates of the end (a
-periodic one due at the budget): it would play the same policy again.
+play --eval-episodes whole episodes on games of their own, in a thread of its own so that training goes on. A
+periodic evaluation due at the end of --max-minutes (every 5 minutes in a 5-minute run) is left to the final one,
+which plays the same weights a moment later.
 
 The evaluator's network is a copy built in the main thread at start (Keras builds models there); each evaluation
 loads a snapshot of the global weights into it and plays with it, then hands its result to the coordinator and
@@ -35,6 +35,9 @@ from doom_a3c.runtime.state import Counters
 
 EVAL_SEED_OFFSET = 20_000  # apart from training's games (seed + 1000 w + e, for w < 20) and play's (+ 10,000)
 JOIN_SECONDS = 10.0  # for the evaluator to end once aborted (a stalled game in this process can hold it longer)
+# A periodic evaluation due this close to the end of --max-minutes, or after it, is the final one's: the run's clock
+# starts a little before the evaluator's and looks at the budget every 0.2 s.
+END_MARGIN_SECONDS = 1.0
 
 
 class EvalResult(NamedTuple):
@@ -57,6 +60,12 @@ class EvalResult(NamedTuple):
 def improves(mean: float, best: float | None) -> bool:
     """True when an evaluation's mean beats the best so far (None: no evaluation yet); a tie keeps the older."""
     return best is None or mean > best
+
+
+def due_before_the_end(seconds: float, max_minutes: float) -> bool:
+    """Whether a periodic evaluation due `seconds` after the start comes before the end of --max-minutes (always
+    without that budget, 0); one due at the end would play the weights the final evaluation plays."""
+    return not max_minutes or seconds < max_minutes * 60.0 - END_MARGIN_SECONDS
 
 
 def episode_targets(episodes: int, games: int) -> list[int]:
@@ -117,10 +126,6 @@ class Evaluator:
         self._thread: threading.Thread | None = None
         self._weights: Callable[[], list[np.ndarray]] = list
         self._wall_seconds: Callable[[], float] = float
-        self._last_env_steps: int | None = None  # when the latest evaluation took its weights
-        # The env steps of one update by every worker: weights this close to the end are the final ones but for the
-        # last round of updates, and evaluating them again at the end would repeat the same work.
-        self._one_round = config.workers * config.envs_per_worker * config.rollout
 
     def start(self, weights: Callable[[], list[np.ndarray]], wall_seconds: Callable[[], float]) -> None:
         self._weights, self._wall_seconds = weights, wall_seconds
@@ -129,33 +134,29 @@ class Evaluator:
 
     def _run_thread(self) -> None:
         interval = self.config.eval_every_minutes * 60.0
-        due = time.monotonic() + interval
+        started = time.monotonic()
+        intervals = 1  # the next periodic evaluation is due this many intervals after the start
         try:
             while not self.abort.is_set():
-                self._finish.wait(max(0.0, due - time.monotonic()))
+                if due_before_the_end(intervals * interval, self.config.max_minutes):
+                    self._finish.wait(max(0.0, started + intervals * interval - time.monotonic()))
+                else:  # due at the end of the run: the final evaluation plays those weights
+                    self._finish.wait()
                 if self.abort.is_set():
                     return
                 final = self._finish.is_set()
-                if final and self.evaluated_the_final_weights():
-                    return
                 self._evaluate()
                 if final:
                     return
-                while due <= time.monotonic():  # an evaluation that outlasted the interval: the next one due
-                    due += interval
+                while started + intervals * interval <= time.monotonic():  # one that outlasted the interval:
+                    intervals += 1  # the next one due
         except Stopped:  # aborted while a game did not answer
             pass
         except BaseException as error:  # noqa: BLE001 - the coordinator reports it; training goes on
             self._results.put(error)
 
-    def evaluated_the_final_weights(self) -> bool:
-        """The latest evaluation took its weights within one round of updates of the run's end (a periodic one
-        that came due at the budget): the final evaluation would play the same policy again."""
-        return self._last_env_steps is not None and self.counters.env_steps - self._last_env_steps <= self._one_round
-
     def _evaluate(self) -> None:
         env_steps, updates = self.counters.env_steps, self.counters.updates
-        self._last_env_steps = env_steps
         wall_seconds = self._wall_seconds()
         self.policy.load(self._weights())
         if self.games is None:

@@ -14,7 +14,7 @@ from doom_a3c.config import TrainConfig
 from doom_a3c.envs.batch import BatchStep
 from doom_a3c.envs.interface import EnvSpec
 from doom_a3c.errors import ConfigError, Stopped
-from doom_a3c.run.periodic_evaluation import EvalResult, episode_targets, improves, play_episodes
+from doom_a3c.run.periodic_evaluation import EvalResult, due_before_the_end, episode_targets, improves, play_episodes
 from doom_a3c.runtime.state import RunState
 
 from support import REPO_ROOT
@@ -187,13 +187,11 @@ def test_a_run_writes_eval_rows_at_the_interval_and_a_best_checkpoint_that_plays
     assert len(rows) >= 3 and all(r["episodes"] == 4 for r in rows), rows
     last = read_checkpoint(str(model / "last.ckpt"))
     final_steps = last.counters["env_steps"]
-    one_round = last.config["workers"] * last.config["envs_per_worker"] * last.config["rollout"]
     periodic = [r["wall_s"] for r in rows[:-1]]  # the last is the run's end
     # Never more often than the interval; later than it on a loaded machine (an evaluation that outlasts the
     # interval is followed by the next one due), so no upper bound.
     assert all(np.diff(periodic) >= 2.5), periodic
-    # The final weights, or a periodic evaluation's within one round of updates of the end (then no final one).
-    assert 0 <= final_steps - rows[-1]["env_steps"] <= one_round, (rows[-1], final_steps, one_round)
+    assert rows[-1]["env_steps"] == final_steps, (rows[-1], final_steps)  # the final weights, evaluated once
     best_row = max(rows, key=lambda r: r["mean"])  # the first of equals: a tie keeps the older
     assert best_evaluation_mean(str(model)) == pytest.approx(best_row["mean"])
     assert read_checkpoint(str(model / "best.ckpt")).counters["env_steps"] == best_row["env_steps"]
@@ -244,38 +242,50 @@ def test_kill_9_during_an_evaluation_leaves_both_checkpoints_loadable_and_no_eng
             env.close()
 
 
+def test_a_periodic_evaluation_is_due_before_the_end_of_max_minutes_not_at_it():
+    """A 5-minute run evaluated every 5 minutes: the evaluation due at 5:00 is the final one's to play."""
+    assert due_before_the_end(240.0, 5.0) and due_before_the_end(298.5, 5.0)
+    assert not due_before_the_end(300.0, 5.0) and not due_before_the_end(299.5, 5.0)
+    assert not due_before_the_end(600.0, 5.0)  # after the end: the run is over by then
+    assert due_before_the_end(300.0, 0.0) and due_before_the_end(6000.0, 0.0)  # no time budget
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("steps_after, evaluations", [(20, 1), (21, 2)])
-def test_no_final_evaluation_of_weights_a_periodic_one_took_at_the_end(tmp_path, monkeypatch, steps_after,
-                                                                       evaluations):
-    """Regression: a periodic evaluation due at the budget ran, then the final one played nearly the same weights
-    again ("evaluation at 473,600 steps ... evaluation at 473,760 steps"). Within one round of updates of the end
-    (2 workers x 2 games x 5 steps = 20 env steps) the periodic one is the final one; past it, the final one runs."""
+def test_a_periodic_evaluation_due_at_the_end_of_max_minutes_is_left_to_the_final_one(tmp_path, monkeypatch):
+    """Regression: a 5-minute run evaluated every 5 minutes played the periodic evaluation due at 5:00, then the
+    final one on nearly the same weights ("evaluation at 613,360 steps ... evaluation at 613,600 steps"). Here the
+    budget is two 0.6-s intervals: the evaluation due at one interval runs, the one due at two does not, and the
+    final one plays the weights of the run's end."""
     from doom_a3c.run import periodic_evaluation
     from doom_a3c.run.periodic_evaluation import Evaluator
     from doom_a3c.run.resolve import resolve_new_run
     from doom_a3c.runtime.state import Counters
 
+    monkeypatch.setattr(periodic_evaluation, "END_MARGIN_SECONDS", 0.1)  # in proportion to these short intervals
     monkeypatch.setattr(periodic_evaluation, "make_env_batch", lambda *args, **kwargs: None)
     monkeypatch.setattr(periodic_evaluation, "play_episodes", lambda *args: ([1.0], []))
-    config = resolve_new_run({"scenario": "CartPole-v1", "model_dir": str(tmp_path), "workers": 2,
-                              "envs_per_worker": 2, "rollout": 5, "eval_every_minutes": 0.01})
+    config = resolve_new_run({"scenario": "CartPole-v1", "model_dir": str(tmp_path), "eval_every_minutes": 0.01,
+                              "max_minutes": 0.02})
     counters = Counters()
     counters.env_steps = 1000
     evaluator = Evaluator(config, EnvSpec(2, (4,), 0.02, ["A", "B"]), counters)
+    started = time.monotonic()
     evaluator.start(evaluator.net.get_weights, float)
     results = []
-    deadline = time.monotonic() + 30
+    deadline = started + 30
     while not results and time.monotonic() < deadline:  # the periodic evaluation, after 0.6 s
         results += evaluator.results()
         time.sleep(0.05)
-    counters.env_steps += steps_after  # the run's end, while the evaluator holds that result
-    evaluator.finish()
     evaluator.handled()
+    time.sleep(max(0.0, started + 1.5 - time.monotonic()))  # past the one due at the end, 1.2 s
+    results += evaluator.results()
+    assert [r.env_steps for r in results] == [1000]
+    counters.env_steps += 240  # the run's end
+    evaluator.finish()
     while evaluator.running() and time.monotonic() < deadline:
         results += evaluator.results()
         evaluator.handled()
         time.sleep(0.05)
     results += evaluator.results()
     evaluator.close()
-    assert [r.env_steps for r in results] == [1000, 1000 + steps_after][:evaluations]
+    assert [r.env_steps for r in results] == [1000, 1240]
