@@ -82,8 +82,11 @@ def test_a_second_run_in_one_process_keeps_tensorflows_threads():
     import tensorflow as tf
 
     tf.constant(1.0) + 1.0  # TensorFlow is initialised
+    threads = tf.config.threading
+    before = (threads.get_intra_op_parallelism_threads(), threads.get_inter_op_parallelism_threads())
     configure_threads(2)
     configure_threads(1)
+    assert (threads.get_intra_op_parallelism_threads(), threads.get_inter_op_parallelism_threads()) == before
 
 
 def test_no_rollout_starts_once_the_step_budget_is_spent():
