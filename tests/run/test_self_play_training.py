@@ -179,7 +179,7 @@ def test_kill_9_of_a_self_play_trainer_leaves_no_engine(tmp_path):
     import subprocess
     import sys
 
-    from support import REPO_ROOT, running
+    from support import REPO_ROOT, clean_up, running
 
     log, errors = open(tmp_path / "train.log", "w"), open(tmp_path / "stderr.log", "w")
     proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "train.py"), "--scenario", "cig", "--self-play",
@@ -187,6 +187,7 @@ def test_kill_9_of_a_self_play_trainer_leaves_no_engine(tmp_path):
                              "--frames-dir", str(tmp_path / "frames"), "--max-minutes", "10", "--gif-every", "0",
                              "--workers", "1", "--envs-per-worker", "1", "--no-evaluate"], cwd=tmp_path, stdout=log,
                             stderr=errors, start_new_session=True)
+    proc.log, proc.errors = log, errors
     engines = []
     try:
         assert wait_for(lambda: len(engines_under(proc.pid)) == 3, 180), (tmp_path / "stderr.log").read_text()[-2000:]
@@ -195,12 +196,4 @@ def test_kill_9_of_a_self_play_trainer_leaves_no_engine(tmp_path):
         proc.wait(timeout=30)
         assert wait_for(lambda: not any(running(pid) for pid in engines), 15), engines
     finally:
-        for pid in engines:
-            if running(pid):
-                os.kill(pid, signal.SIGKILL)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        log.close()
-        errors.close()
+        clean_up(proc, engines)

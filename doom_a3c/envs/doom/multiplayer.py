@@ -106,7 +106,8 @@ def free_udp_port(attempts: int = 20) -> int:
     raise OSError(f"no free UDP port on {MATCH_HOST}: {error}")
 
 
-def _command_line(pid: int) -> list[str]:
+def command_line(pid: int) -> list[str]:
+    """Process `pid`'s command line, word by word ([] once it is gone, or a zombie's)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             return handle.read().decode(errors="replace").split("\0")
@@ -119,7 +120,7 @@ def match_engines(port: int, parent: int | None = None) -> list[int]:
     engine's own arguments, carry `-port PORT`."""
     found = []
     for pid in descendants(os.getpid() if parent is None else parent):
-        words = _command_line(pid)
+        words = command_line(pid)
         if any(flag == "-port" and value == str(port) for flag, value in zip(words, words[1:])):
             found.append(pid)
     return found
@@ -128,7 +129,7 @@ def match_engines(port: int, parent: int | None = None) -> list[int]:
 def _seat_of(pid: int, port: int) -> int | None:
     """The seat whose engine `pid` is, read from its command line (`-port PORT ... +name pN`); None for any other
     process (another match's engine, a process that reused the pid of an engine gone, a zombie)."""
-    words = _command_line(pid)
+    words = command_line(pid)
     if not any(flag == "-port" and value == str(port) for flag, value in zip(words, words[1:])):
         return None
     for flag, value in zip(words, words[1:]):
