@@ -1,8 +1,8 @@
 """Epsilon-greedy exploration layered on top of the sampled policy, as pure NumPy functions.
 
 With probability epsilon an action sampled from the policy is swapped for a uniformly random one.
-Epsilon decays linearly from `start` to a final value over `decay_steps`, then stays flat. Seed 003
-remarks that giving each worker its own exploration constant helped; `worker_epsilons` provides the
+Epsilon decays linearly from `start` to a final value over `decay_steps`, then stays flat. GA3C-style
+A3Cs give each worker its own exploration constant; `worker_epsilons` provides the
 per-worker final values, and worker i then uses `epsilon_at(step, start, finals[i], decay_steps)`.
 
 The swapped actions make the rollout slightly off-policy for the A3C gradient; GA3C-style A3Cs accept

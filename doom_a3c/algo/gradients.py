@@ -29,7 +29,7 @@ def _clip_average_norm(grad: tf.Tensor, clip_norm: float) -> tf.Tensor:
 
 
 def normalize_gradients(grads: Sequence[tf.Tensor | None], clip_norm: float) -> tuple[list, tf.Tensor]:
-    """Seed 002's "gradient normalisation": each gradient tensor is clipped on its own average norm.
+    """Per-tensor "gradient normalisation": each gradient tensor is clipped on its own average norm.
 
     For every tensor g with n elements, the average norm ||g||_2 / n is compared with `clip_norm`
     (0.1 by default); when larger, g is scaled down so that it equals `clip_norm`, otherwise g

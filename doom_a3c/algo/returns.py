@@ -108,8 +108,9 @@ def n_step_targets(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, b
     - "zero": the horizon stays n steps long and any term it would need from beyond the data is 0:
       rewards after step T-1 and the value V(s_{t+n}) for t+n > T. The bootstrap V(s_T) is used only
       by the single step t = T - n whose horizon ends exactly on s_T; later steps get a plain
-      discounted sum of the rewards left, without any bootstrap. (The seed's loop counts the value
-      as one of its N terms, so its N is this n + 1; it also shortens N to the rollout length.)
+      discounted sum of the rewards left, without any bootstrap. (A loop that counts the value
+      as one of its N terms, as a threaded CartPole A3C's does, has N = n + 1; that one also shortens N to the
+      rollout length.)
     - "max": the horizon shrinks to the rollout end, so steps near the end use every reward they
       have and then bootstrap from V(s_T). With n >= T this is exactly `discounted_returns`.
 

@@ -55,7 +55,7 @@ def test_normalize_bound_grows_with_tensor_size():
 
 
 def test_normalize_matches_tf1_clip_by_average_norm():
-    """The seed used TF1's clip_by_average_norm per tensor; compat.v1 still ships it."""
+    """--gradient-mode normalize is TF1's clip_by_average_norm per tensor; compat.v1 still ships it."""
     if not hasattr(tf.compat.v1, "clip_by_average_norm"):
         pytest.skip("tf.compat.v1.clip_by_average_norm is gone from this TensorFlow")
     rng = np.random.default_rng(0)

@@ -101,7 +101,7 @@ def test_basic_preset_crop_cuts_the_seed_border():
 # ---- ActorCritic ---------------------------------------------------------------------------------
 def _net(seed=0):
     net = ActorCritic(A, lstm_size=L, seed=seed).build_variables(OBSERVATION_SHAPE)
-    # The seed's 0.01-norm policy head makes logits ~1e-3, which would hide state bugs under atol=1e-5:
+    # The default 0.01-norm policy head makes logits ~1e-3, which would hide state bugs under atol=1e-5:
     # give it unit-scale weights so logits are as sensitive to the LSTM state as the values are.
     rng = np.random.default_rng(seed + 100)
     net.policy_head.kernel.assign(rng.standard_normal((L, A)).astype(np.float32))

@@ -117,7 +117,7 @@ def test_what_cannot_be_binned_or_played():
 
 
 # ---- a .cfg without delta buttons keeps its actions: old checkpoints play as trained -------------------------
-# Actions per shipped .cfg before delta bins (commit 6d67f6f, which left delta buttons out): one per button,
+# Actions per shipped .cfg before delta bins (which left delta buttons out): one per button,
 # combined, combined with half turns.
 ACTIONS_BEFORE = {"basic": (3, 6, 6), "basic_audio": (3, 6, 6), "basic_notifications": (3, 6, 6), "cig": (8, 55, 91),
                   "deadly_corridor": (7, 54, 90), "deathmatch": (17, 64, 100), "defend_the_center": (3, 6, 10),
