@@ -326,6 +326,10 @@ class TrainConfig:
         if self.distributed == "ray" and self.trainer == "ga3c":
             raise ConfigError("--distributed ray runs A3C workers (each with its own local copy); "
                               "--trainer ga3c runs in one process: use one or the other")
+        # A minibatch is whole games, each needs one at least; a preset may set the games, so only once resolved.
+        if self.is_resolved() and self.minibatches > self.envs_per_worker:
+            raise ConfigError(f"--minibatches must be at most --envs-per-worker ({self.envs_per_worker}): each "
+                              f"minibatch takes whole games, got {self.minibatches}")
         if self.lr_schedule == "linear" and not (self.max_steps or self.max_minutes):
             raise ConfigError("--lr-schedule linear anneals to 0 over the run's budget: give --max-steps or "
                               "--max-minutes too")

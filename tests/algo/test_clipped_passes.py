@@ -12,7 +12,7 @@ from doom_a3c.algo.model.actor_critic import LSTMState
 from doom_a3c.algo.rollout import log_probabilities
 from doom_a3c.modes.build import build_global
 
-from support import GAMES, fixed_rollouts, small_config, spec
+from support import GAMES, REPO_ROOT, fixed_rollouts, small_config, spec
 
 # T=2, B=1, A=2; both steps' logits [0, 0]: pi = [1/2, 1/2] now. Action 0 both times.
 # t=0: acting pi(a) = 0.4 -> r = 1.25, A = +1: min(1.25, clip(1.25) = 1.2) = 1.2 (clipped: no gradient)
@@ -133,3 +133,28 @@ def test_every_pass_starts_the_lstm_from_the_rollouts_saved_state(tmp_path):
     for g, reference in zip(second.grads, again.grads):
         np.testing.assert_allclose(g.numpy(), reference.numpy(), atol=2e-6)
     assert second.approx_kl > 0  # the policy moved since acting
+
+
+def test_a_checkpoint_saved_before_the_passes_resumes_with_a3cs_one_update():
+    import os
+
+    from doom_a3c.run.saved_config import upgrade_saved_config
+    from doom_a3c.runtime.checkpoint import read_checkpoint
+
+    saved = read_checkpoint(os.path.join(REPO_ROOT, "tests", "fixtures", "old_basic_checkpoint", "last.ckpt"))
+    assert not {"epochs", "minibatches", "clip_ratio"} & set(saved.config)
+    config = upgrade_saved_config(saved.config, "the fixture")
+    assert (config.epochs, config.minibatches) == (1, 1) and not uses_clipped_passes(config)
+
+
+def test_more_minibatches_than_a_workers_games_is_refused_once_the_preset_gives_the_games(tmp_path):
+    """defend_the_center's preset plays 8 games a worker: 8 minibatches are fine, 9 are one line naming both."""
+    from doom_a3c.errors import ConfigError
+    from doom_a3c.run.resolve import resolve_new_run
+    from doom_a3c.run.training import start_run
+
+    flags = {"scenario": "defend_the_center", "model_dir": str(tmp_path / "m"), "workers": 2}
+    assert resolve_new_run({**flags, "minibatches": 8}).validate().minibatches == 8
+    with pytest.raises(ConfigError, match=r"--minibatches must be at most --envs-per-worker \(8\).*got 9"):
+        start_run({**flags, "minibatches": 9})
+    assert not (tmp_path / "m").exists()

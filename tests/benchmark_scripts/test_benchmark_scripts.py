@@ -262,8 +262,8 @@ def test_scenario_results_table_and_curves(tmp_path):
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_scenario_suites_of_two_sittings_combine_into_one_table(tmp_path):
-    """--combine re-reads each suite's results.csv and run folders: seed 1 of one sitting beside seed 0 of another."""
+def test_scenario_suites_run_apart_combine_into_one_table(tmp_path):
+    """--combine re-reads each suite's results.csv and run folders: seed 1 of one suite beside seed 0 of another."""
     script = load_script("learn_scenarios")
     for folder, seed, rewards in (("first", 1, [0.0] * 100 + [10.0] * 50), ("second", 0, [1.0] * 120)):
         suite = tmp_path / folder
@@ -698,7 +698,7 @@ def test_env_libraries_counts_the_cpu_of_child_processes_per_step(tmp_path):
 
 
 def test_reference_a2c_returns_by_hand_and_its_recipe_is_the_trainers_atari_network():
-    """benchmarks/reference_a2c.py: its own discounted returns against hand numbers (a terminal cuts the bootstrap),
+    """benchmarks/tools/reference_a2c.py: its own discounted returns against hand numbers (a terminal cuts the bootstrap),
     the trainer's config it swaps in (RLlib's recipe), and its network's shapes."""
     reference = load_script("tools/reference_a2c")
     rewards = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], np.float32)
