@@ -19,8 +19,9 @@ killed suite goes on where it stopped. A failed run is reported and the suite go
 written after every run.
 
 `report` (or the end of `run`) writes DIR/suite.md, DIR/suite.json and DIR/suite.png:
-- per game, at 1M and 2.5M agent steps: our score per seed and their mean, on Dopamine's measure (the mean score
-  of the whole games ending in the last 250k agent steps before the mark: benchmarks/atari_anchors.py), beside
+- per game, at 1M and 2.5M agent steps: our score per seed (with its run's agent steps/s) and their mean, on
+  Dopamine's measure (the mean score of the whole games ending in the last 250k agent steps before the mark:
+  benchmarks/atari_anchors.py), beside
   Dopamine's DQN, C51, Rainbow and IQN at the same steps (benchmarks/data/dopamine_sticky.json);
 - human-normalised scores, (score - random) / (human - random), with the standard random and human scores
   (benchmarks/data/atari_human_random.json, which names its source);
@@ -81,6 +82,12 @@ class Run(NamedTuple):
     game: str
     label: str  # "seed0", or the curve file's name
     windows: list[float | None]  # the mean score of the games ending in each 250k agent steps
+    steps_per_second: float | None = None  # the run's agent steps over its wall time: what a setting costs
+
+
+def agent_steps_per_second(rows: list[dict]) -> float | None:
+    """The run's last progress row's agent steps over its wall time (None: no row)."""
+    return rows[-1]["env_steps"] / rows[-1]["wall_s"] if rows and rows[-1]["wall_s"] > 0 else None
 
 
 def mark_name(steps: int) -> str:
@@ -166,7 +173,7 @@ def read_suite_folder(out: str, games: list[str]) -> list[Run]:
         seeds = sorted(int(m.group(1)) for name in os.listdir(out) if (m := re.fullmatch(rf"{game}_seed(\d+)", name)))
         for seed in seeds:
             rows = read_progress(os.path.join(run_folder(out, game, seed), "progress.csv"))
-            runs.append(Run(game, f"seed{seed}", window_means(rows)))
+            runs.append(Run(game, f"seed{seed}", window_means(rows), agent_steps_per_second(rows)))
     if not runs:
         raise UserError(f"no runs of {', '.join(games)} in {out} (folders named <Game>_seed<k>)")
     return runs
@@ -185,7 +192,8 @@ def read_curves(assignments: list[str]) -> list[Run]:
             raise UserError(f"no file {path}")
         label = os.path.basename(os.path.dirname(path)) if os.path.basename(path) == "progress.csv" else \
             os.path.splitext(os.path.basename(path))[0]
-        runs.append(Run(game, label, window_means(read_progress(path))))
+        rows = read_progress(path)
+        runs.append(Run(game, label, window_means(rows), agent_steps_per_second(rows)))
     return runs
 
 
@@ -195,7 +203,8 @@ def game_at_mark(runs: list[Run], game: str, steps: int, dopamine: dict, human_r
     reached = [score for score in scores.values() if score is not None]
     mean = float(np.mean(reached)) if reached else None
     theirs = {agent: at_mark(dopamine[game][agent], steps) for agent in DOPAMINE_AGENTS}
-    return {"runs": scores, "mean": mean, "dopamine": theirs,
+    speeds = {run.label: run.steps_per_second for run in runs if run.game == game}
+    return {"runs": scores, "mean": mean, "dopamine": theirs, "steps_per_second": speeds,
             "normalised_runs": {label: None if score is None else human_normalised(score, game, human_random)
                                 for label, score in scores.items()},
             "normalised_mean": None if mean is None else human_normalised(mean, game, human_random),
@@ -255,7 +264,8 @@ def markdown(summary: dict) -> list[str]:
                   + " | ".join(f"{agent} HNS" for agent in IQM_BESIDE) + " |",
                   "| --- |" + " --- |" * (len(DOPAMINE_AGENTS) + 3 + len(IQM_BESIDE))]
         for game, entry in mark["games"].items():
-            per_run = ", ".join(f"{label} {shown(score)}" for label, score in entry["runs"].items())
+            per_run = ", ".join(f"{label} {shown(score)}{speed_note(entry['steps_per_second'].get(label))}"
+                                for label, score in entry["runs"].items())
             lines.append(f"| {game} | {per_run} | {shown(entry['mean'])} | "
                          + " | ".join(shown(entry["dopamine"][agent]) for agent in DOPAMINE_AGENTS)
                          + f" | {shown(entry['normalised_mean'], 2)} | "
@@ -264,6 +274,10 @@ def markdown(summary: dict) -> list[str]:
     lines += ["Sources:", f"- Dopamine: {summary['sources']['dopamine']}",
               f"- random and human scores: {summary['sources']['human_random']}"]
     return lines
+
+
+def speed_note(steps_per_second: float | None) -> str:
+    return "" if steps_per_second is None else f" ({steps_per_second:,.0f} steps/s)"
 
 
 def iqm_line(iqm: dict) -> str:

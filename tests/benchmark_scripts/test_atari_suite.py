@@ -59,9 +59,11 @@ def test_the_table_at_the_marks_and_human_normalised_scores_by_hand(suite):
     assert at_2_5m["games"]["Breakout"]["runs"] == {"seed0": None, "seed1": 59.3}
     assert at_2_5m["games"]["Breakout"]["normalised_runs"]["seed1"] == pytest.approx(2.0)
     lines = markdown(summary)
-    assert "| Breakout | seed0 30.5, seed1 1.7 | 16.1 | 6.7 | 13.3 | 15.6 | 31.6 | 0.50 | 0.17 | 0.48 |" in lines
-    assert "| Breakout | seed0 -, seed1 59.3 | 59.3 | 21.5 | 47.1 | 41.9 | 102.7 | 2.00 | 0.69 | 1.40 |" in lines
-    assert "| DoubleDunk | seed0 - | - | -20.4 | -23.6 | -22.1 | -19.0 | - | -0.82 | -1.59 |" in lines
+    # each run's agent steps/s: its last row's steps over its wall time (1M in 1 s; 2.5M in 3 s)
+    assert breakout["steps_per_second"] == {"seed0": 1_000_000.0, "seed1": pytest.approx(2_500_000 / 3)}
+    assert "| Breakout | seed0 30.5 (1,000,000 steps/s), seed1 1.7 (833,333 steps/s) | 16.1 | 6.7 | 13.3 | 15.6 | 31.6 | 0.50 | 0.17 | 0.48 |" in lines
+    assert "| Breakout | seed0 - (1,000,000 steps/s), seed1 59.3 (833,333 steps/s) | 59.3 | 21.5 | 47.1 | 41.9 | 102.7 | 2.00 | 0.69 | 1.40 |" in lines
+    assert "| DoubleDunk | seed0 - (500,000 steps/s) | - | -20.4 | -23.6 | -22.1 | -19.0 | - | -0.82 | -1.59 |" in lines
 
 
 def test_a_game_that_reached_no_mark_is_left_out_of_the_iqm_with_a_note(suite):
@@ -160,7 +162,7 @@ def test_a_user_error_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
 def test_report_of_curves_writes_table_json_and_plot(tmp_path, capsys):
     write_progress(tmp_path / "a", [(1_000_000, -13, 1)])
     assert main(["report", "--curves", f"Pong={tmp_path / 'a' / 'progress.csv'}", "--out", str(tmp_path / "r")]) == 0
-    assert "| Pong | a -13.0 | -13.0 |" in capsys.readouterr().out
+    assert "| Pong | a -13.0 (1,000,000 steps/s) | -13.0 |" in capsys.readouterr().out
     assert json.loads((tmp_path / "r" / "suite.json").read_text())["marks"]["1M"]["games"]["Pong"]["mean"] == -13.0
     assert (tmp_path / "r" / "suite.png").stat().st_size > 0 and not list((tmp_path / "r").glob("*.tmp.png"))
 
