@@ -81,15 +81,19 @@ def test_match_report_by_hand():
 # ---- through DoomEnvironment, on a scripted engine --------------------------------------------------------------
 class FakeDoomGame:
     """A DoomGame that plays a script: each make_action moves to the next row of game variables (by name), with
-    `dead` telling whether the player is dead at the step's end; the last row ends the episode."""
+    `dead` telling whether the player is dead at the step's end and `reward` the engine's reward for the step; the
+    last row ends the episode, as does a respawn into a row with `ended` (a map's script that exits on a death). As
+    ViZDoom, no state once the episode is over."""
 
     script: list[dict] = []
+    death_penalty = 0.0  # the .cfg's
 
     def __init__(self):
         self.row = {}
         self.step = 0
         self.respawns = 0
         self.commands = []
+        self.ended = False
 
     def __getattr__(self, name):  # setters and the engine's path: nothing to do
         return lambda *args, **kwargs: None
@@ -100,6 +104,13 @@ class FakeDoomGame:
     def new_episode(self):
         self.step = 0
         self.row = self.script[0]
+        self.ended = False
+
+    def get_death_penalty(self):
+        return self.death_penalty
+
+    def set_death_penalty(self, penalty):
+        self.death_penalty = penalty
 
     def send_game_command(self, command):
         self.commands.append(command)
@@ -107,27 +118,28 @@ class FakeDoomGame:
     def make_action(self, buttons, tics):
         self.step += 1
         self.row = self.script[self.step]
-        return 0.0
+        return float(self.row.get("reward", 0.0))
 
     def get_game_variable(self, variable):
         name = str(variable).split(".")[-1].split(":")[0]
         return float(self.row.get(name, 0.0))
 
     def is_episode_finished(self):
-        return self.step == len(self.script) - 1
+        return self.ended or self.step == len(self.script) - 1
 
     def is_player_dead(self):
         return bool(self.row.get("dead", False))
 
     def respawn_player(self):
         self.respawns += 1
+        self.ended = bool(self.row.get("ended"))
         self.row = {**self.row, **self.row["respawned"]}
 
     def get_state(self):
         class State:
             screen_buffer = np.zeros((12, 16, 3), np.uint8)
 
-        return State()
+        return None if self.is_episode_finished() else State()
 
     def get_episode_time(self):
         return self.step * 4
@@ -204,3 +216,60 @@ def test_scores_read_the_players_frags_and_deaths_in_any_multiplayer_game(monkey
     single.reset()
     with pytest.raises(ConfigError, match="multiplayer"):
         single.scores()
+
+
+def test_a_deathmatch_hosts_score_is_the_frags_and_the_cfgs_death_penalty_is_learnt_once_a_death(monkeypatch):
+    """The engine pays a .cfg's death_penalty only for a step that ends with the player dead: the host pays it for
+    each death DEATHCOUNT counts, as shaping, and the engine's other rewards too; the score is the frags alone."""
+    import vizdoom
+
+    start = {"FRAGCOUNT": 0, "DEATHCOUNT": 0, "PLAYER_COUNT": 2, "PLAYER1_FRAGCOUNT": 0, "PLAYER2_FRAGCOUNT": 0}
+    FakeDoomGame.script = [
+        start,
+        # a frag and a map script's reward of 0.5 for it
+        {**start, "FRAGCOUNT": 1, "PLAYER1_FRAGCOUNT": 1, "reward": 0.5},
+        # killed and respawned within the step: the engine pays no penalty
+        {**start, "FRAGCOUNT": 1, "PLAYER1_FRAGCOUNT": 1, "DEATHCOUNT": 1},
+        # killed and still dead at the step's end: the engine would pay -1, it pays nothing here
+        {**start, "FRAGCOUNT": 1, "PLAYER1_FRAGCOUNT": 1, "DEATHCOUNT": 2, "dead": True, "respawned": {}},
+        {**start, "FRAGCOUNT": 1, "PLAYER1_FRAGCOUNT": 1, "DEATHCOUNT": 2},
+    ]
+    monkeypatch.setattr(vizdoom, "DoomGame", FakeDoomGame)
+    monkeypatch.setattr(FakeDoomGame, "death_penalty", 1.0)
+    env = game_module.DoomEnvironment(dataclasses.replace(fake_config(), frag_reward=2.0, reward_shaping=[]))
+    assert env._game.death_penalty == 0.0  # the host pays it itself
+    env.reset()
+    steps = [env.step(0) for _ in range(4)]
+    assert [s.reward for s in steps] == [1.0, 0.0, 0.0, 0.0]
+    # frag_reward 2: the frag's second unit and the script's 0.5 are learnt beside the score; -1 a death
+    assert [s.shaping for s in steps] == pytest.approx([1.5, -1.0, -1.0, 0.0])
+    assert steps[-1].game_over and steps[-1].match["frags"] == sum(s.reward for s in steps)
+    # Another game keeps the engine's reward as its score, and the engine's own penalty.
+    monkeypatch.setattr(FakeDoomGame, "death_penalty", 1.0)
+    joined = game_module.DoomEnvironment(dataclasses.replace(fake_config(), game_args="-join 127.0.0.1", bots=0,
+                                                                reward_shaping=[]))
+    assert joined._game.death_penalty == 1.0
+    joined.reset()
+    assert joined.step(0).reward == 0.5 + 1.0  # the map's reward and a frag
+
+
+def test_a_match_a_maps_script_ends_at_a_death_ends_there_with_its_report(monkeypatch):
+    """The player dies on a step's last tic, and the map exits (its script's Exit_Normal) as the game respawns it:
+    no state to observe; the step ends the match and reports it."""
+    import vizdoom
+
+    start = {"FRAGCOUNT": 0, "DEATHCOUNT": 0, "PLAYER_COUNT": 2, "PLAYER1_FRAGCOUNT": 0, "PLAYER2_FRAGCOUNT": 0}
+    FakeDoomGame.script = [
+        start,
+        {**start, "DEATHCOUNT": 1, "PLAYER2_FRAGCOUNT": 1, "dead": True, "ended": True, "respawned": {}},
+        start,  # never reached
+        start,
+    ]
+    monkeypatch.setattr(vizdoom, "DoomGame", FakeDoomGame)
+    env = game_module.DoomEnvironment(dataclasses.replace(fake_config(), reward_shaping=[]))
+    env.reset()
+    step = env.step(0)
+    assert env._game.respawns == 1 and step.game_over and step.done
+    assert step.match == {"frags": 0.0, "deaths": 1.0, "frags_per_minute": 0.0, "place": 2.0, "players": 2.0}
+    env.reset()
+    assert not env._game.ended

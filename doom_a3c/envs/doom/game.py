@@ -84,6 +84,12 @@ class DoomEnvironment:
         # engine pays (a .cfg's death_penalty or living_reward, a map script's reward) and frag_reward's excess over
         # 1 a frag are learnt alike, but as shaping, never in the score.
         self._counts_frags = bool(self._frag_reward) or self._match
+        # The engine takes a .cfg's death_penalty only from a step that ends with the player dead, and the host's
+        # instant respawn leaves most deaths over by then (shaping.py): a deathmatch host pays it for each death
+        # DEATHCOUNT counts instead.
+        self._death_penalty = float(self._game.get_death_penalty() or 0.0) if self._match else 0.0
+        if self._death_penalty:
+            self._game.set_death_penalty(0.0)
         if self._counts_frags:
             self._game.add_available_game_variable(vzd.GameVariable.FRAGCOUNT)
         self._bots = config.bots or 0  # None: a config made by hand, never resolved
@@ -211,19 +217,22 @@ class DoomEnvironment:
         self._game.new_episode()
         for _ in range(self._bots):
             self._game.send_game_command("addbot")
-        self._frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT) if self._frag_reward else 0.0
+        self._frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT) if self._counts_frags else 0.0
         if self._counts_deaths:  # DEATHCOUNT goes on from the last match's
             self._deaths = self._deaths_at_start = self._game.get_game_variable(self._deaths_variable)
+        self._match_tics = 0
         self._restart_shaping()
         return self._observe()
 
-    def _died(self) -> bool:
-        """Whether the player died during the last step (respawned since or not)."""
-        dead = self._game.is_player_dead()
+    def _died(self) -> tuple[bool, float]:
+        """Whether the player died during the last step (respawned since or not), and its deaths as DEATHCOUNT
+        counts them (0 where deaths are not counted)."""
+        dead, deaths = self._game.is_player_dead(), 0.0
         if self._counts_deaths:
-            deaths, self._deaths = self._deaths, self._game.get_game_variable(self._deaths_variable)
-            dead = dead or self._deaths > deaths
-        return dead
+            before, self._deaths = self._deaths, self._game.get_game_variable(self._deaths_variable)
+            deaths = self._deaths - before
+            dead = dead or deaths > 0
+        return dead, deaths
 
     def _tally(self) -> tuple[float, float]:
         """A multiplayer game's player's frags (a suicide takes one) and deaths, as the engine counts them now
@@ -235,7 +244,8 @@ class DoomEnvironment:
         """The match so far: frags, deaths, frags a minute of game time, place among all players (bots too)."""
         frags, deaths = self._tally()
         players = int(self._game.get_game_variable(self._player_variables[0]))
-        return match_report(frags, deaths - self._deaths_at_start, self._game.get_episode_time(),
+        self._match_tics = self._game.get_episode_time() or self._match_tics
+        return match_report(frags, deaths - self._deaths_at_start, self._match_tics,
                             self._variables(self._player_variables[1:1 + players]), DOOM_TICS_PER_SECOND)._asdict()
 
     def _advance_tic_by_tic(self, inputs: list[tuple[list[float], int]]) -> float:
@@ -264,17 +274,36 @@ class DoomEnvironment:
                 reward += self._game.make_action(buttons, tics)
         return reward
 
+    def _score(self, engine_reward: float) -> tuple[float, float]:
+        """(the step's score, what learning gets beside it as shaping) from the engine's reward for the step: a
+        deathmatch host scores the frags gained and learns frag_reward a frag and the engine's reward; any other
+        game scores the engine's reward plus frag_reward a frag."""
+        if not self._counts_frags:
+            return engine_reward, 0.0
+        frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT)
+        gained, self._frags = frags - self._frags, frags
+        if self._match:
+            return gained, engine_reward + (self._frag_reward - 1.0) * gained
+        return engine_reward + self._frag_reward * gained, 0.0
+
     def step(self, action: int) -> Step:
         if self.record_tics:
-            reward = self._advance_tic_by_tic(self._inputs[action])
+            engine_reward = self._advance_tic_by_tic(self._inputs[action])
         else:
-            reward = self._advance(self._inputs[action])
-        if self._frag_reward:
-            frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT)
-            reward += self._frag_reward * (frags - self._frags)
-            self._frags = frags
+            engine_reward = self._advance(self._inputs[action])
+        reward, learning_only = self._score(engine_reward)
         finished = self._game.is_episode_finished()
-        shaping = self._shaping(respawned=self._died() and not finished)
+        if not finished and self._match:
+            self._match_tics = self._game.get_episode_time()
+        died, deaths = self._died()
+        shaping = self._shaping(respawned=died and not finished) + learning_only - self._death_penalty * deaths
+        left_dead = not finished and self._game.is_player_dead()
+        if left_dead:
+            # A deathmatch: the player lives on after a death (the host's sv_forcerespawn would respawn it a tic
+            # later). The engine shows no state once the episode is over, and a map's script may end it on the
+            # death, after the step (ViZDoom's multi_deathmatch.wad exits the map at its duel's first death).
+            self._game.respawn_player()
+            finished = self._game.is_episode_finished()
         if finished:  # Doom has no lives: the learning terminal is the real end
             match = self.match_report() if self._match else None
             if self._bootstrap_timeout and self._game.is_episode_timeout_reached() and not self._game.is_player_dead():
@@ -282,8 +311,7 @@ class DoomEnvironment:
                 # timeout cut short, and learning bootstraps from its value.
                 return Step(self._last_observation, float(reward), False, True, shaping, truncated=True, match=match)
             return Step(self._final_observation(), float(reward), True, True, shaping, match=match)
-        if self._game.is_player_dead():  # deathmatch maps: the episode goes on after a death
-            self._game.respawn_player()
+        if left_dead:  # what the respawn reset counts from here
             self._restart_shaping()
         return Step(self._observe(), float(reward), False, False, shaping)
 
