@@ -146,6 +146,16 @@ class TrainConfig:
                              "they make it a deathmatch host (scenarios/defaults/doom.toml's [deathmatch])",
                              bounds=Bounds(0, MAX_BOTS, why="ViZDoom's 16 players, the agent one of them"),
                              shown_default="the preset's, else 0")
+    bot_curriculum: bool = _flag(False, "a deathmatch with bots: training starts against the weakest bots (level 0) "
+                                 "and moves up a level, to 5 (full strength), each time --curriculum-matches matches "
+                                 "at a level average --curriculum-frags")
+    curriculum_matches: int = _flag(10, "with --bot-curriculum: the last matches at a level whose mean frags decide "
+                                    "the move up", bounds=AT_LEAST_ONE)
+    # 5 frags a match: about 2 a minute in deathmatch_simple's 2.5-minute matches, half the best full-strength bot's
+    # 10 a match there, so an agent that reaches it beats most of a level's bots; a bar at the best bot's own would
+    # keep it at a level long after it has learnt to win there.
+    curriculum_frags: float = _flag(5.0, "with --bot-curriculum: the mean frags a match at a level that moves the "
+                                    "bots up one", bounds=ABOVE_ZERO)
     self_play: bool = _flag(False, "ViZDoom multiplayer maps (cig): every training game is a match against "
                             "--self-play-opponents frozen snapshots of the policy, each in an engine of its own "
                             "(docs/guide/self-play.md)")
@@ -323,6 +333,14 @@ class TrainConfig:
                 raise ConfigError(f"{'--' + flag_name(f.name) if is_flag(f) else f.name} {problem}")
         if self.epsilon_spread == "geometric" and not self.epsilon_end > 0:
             raise ConfigError("--epsilon-spread geometric needs --epsilon-end > 0 (e.g. 0.01), or use linear")
+        if self.bot_curriculum and self.distributed == "ray":
+            raise ConfigError("--bot-curriculum runs with threads (A3C or GA3C), not with --distributed ray yet")
+        if self.bot_curriculum and self.self_play:
+            raise ConfigError("--bot-curriculum moves the bots of a deathmatch against bots; --self-play's matches "
+                              "are against snapshots of the policy: use one or the other")
+        if self.bot_curriculum and self.is_resolved() and not (self.plays_deathmatch() and self.bots):
+            raise ConfigError(f"--bot-curriculum needs a deathmatch with bots, and {self.scenario} plays none: give "
+                              f"--bots N (a map of your own then hosts a deathmatch)")
         if self.distributed == "ray" and self.trainer == "ga3c":
             raise ConfigError("--distributed ray runs A3C workers (each with its own local copy); "
                               "--trainer ga3c runs in one process: use one or the other")

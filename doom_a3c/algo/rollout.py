@@ -92,6 +92,8 @@ class GameRunner:
         self.epsilon = epsilon  # None: act on the policy alone
         self.rng = np.random.default_rng(seed)
         batch = len(games)
+        self._bot_level: int | None = None  # the level the games were last told (None: full strength)
+        self._follow_bot_level()
         self._observations = games.reset()  # [B, *obs]
         for restart in group_restarts(index, games.take_start_failures()):  # nothing played: only the restart
             self.run.restarts.put(restart)
@@ -114,6 +116,13 @@ class GameRunner:
             self._seconds_per_tic = 0.0
         return None
 
+    def _follow_bot_level(self) -> None:
+        """--bot-curriculum: tell the games the run's bot level when it moved; they play it from their next match."""
+        level = self.run.counters.bot_level
+        if level != self._bot_level:
+            self.games.set_bot_level(level)
+            self._bot_level = level
+
     def _choose(self, logits: np.ndarray) -> np.ndarray:
         actions = sample_actions(logits, self.rng)
         if self.epsilon is not None:  # epsilon-greedy on top of the sampled policy
@@ -122,6 +131,7 @@ class GameRunner:
 
     def collect(self, steps: int) -> Rollout:
         self.run.wait_if_budget_spent()
+        self._follow_bot_level()
         batch = len(self.games)
         observations = np.empty((steps, batch, *self._observations.shape[1:]), self._observations.dtype)
         actions = np.empty((steps, batch), np.int32)

@@ -90,6 +90,11 @@ class GameBatch(Protocol):
         """The screens of every tic of game `index`'s last step, while it records tics (up to the episode's end:
         its last step's too, though the game was reset since)."""
 
+    def set_bot_level(self, level: int | None) -> None:
+        """ViZDoom deathmatch games (--bot-curriculum): every game plays its bots at `level` (0-5; None: full
+        strength) from its next match on, a restarted one too, and each match's report says the level it was played
+        at (`bot_level`, where one was set)."""
+
     def close(self) -> None: ...
 
 
@@ -120,6 +125,8 @@ class EnvBatch:
         self._remake = remake
         self._restarts = [0] * len(self.envs)
         self._start_failures: list[tuple[int, str]] = []  # (game, why) restarted by reset(), not yet reported
+        self._bot_level: int | None = None  # set_bot_level's
+        self._match_levels: list[int | None] = [None] * len(self.envs)  # the level each game's match started at
 
     def __len__(self) -> int:
         return len(self.envs)
@@ -128,9 +135,9 @@ class EnvBatch:
         """Every game's first observation; a game that fails to start (an engine killed before its first
         episode) is restarted like one that fails mid-run, and reported by take_start_failures()."""
         first = []
-        for i, env in enumerate(self.envs):
+        for i in range(len(self.envs)):
             try:
-                first.append(env.reset())
+                first.append(self._reset_game(i))
             except Exception as error:  # as in _step_slice
                 if self._remake is None:
                     raise
@@ -145,11 +152,18 @@ class EnvBatch:
         failures, self._start_failures = self._start_failures, []
         return failures
 
+    def _reset_game(self, i: int) -> np.ndarray:
+        """Game i's next episode, at the bot level set now."""
+        observation = self.envs[i].reset()
+        self._match_levels[i] = self._bot_level
+        return observation
+
     def _step_slice(self, part: slice, actions: np.ndarray) -> None:
         for i in range(part.start, part.stop):
             try:
                 result = self.envs[i].step(int(actions[i]))
-                observation = self.envs[i].reset() if result.game_over else result.observation
+                match = with_bot_level(result.match, self._match_levels[i])  # before the reset starts the next
+                observation = self._reset_game(i) if result.game_over else result.observation
             except Exception as error:  # any game's failure: a killed engine, an emulator's error
                 if self._remake is None:
                     raise
@@ -157,7 +171,7 @@ class EnvBatch:
                 continue
             self._rewards[i], self._dones[i], self._game_overs[i] = result.reward, result.done, result.game_over
             self._shaping[i], self._crashes[i], self._truncated[i] = result.shaping, "", result.truncated
-            self._matches[i] = result.match
+            self._matches[i] = match
             if result.truncated:
                 self._finals[i] = result.observation
             self._observations[i] = observation
@@ -182,8 +196,9 @@ class EnvBatch:
                 pass
             self._restarts[i] += 1
             self.envs[i] = self._remake(i, self._restarts[i])
+            self._tell_bot_level(self.envs[i])
             try:
-                return self.envs[i].reset()
+                return self._reset_game(i)
             except Exception:  # as in _step_slice
                 if attempt == START_ATTEMPTS:
                     raise
@@ -218,11 +233,27 @@ class EnvBatch:
     def step_screens(self, index: int) -> list[np.ndarray]:
         return list(self.envs[index].tic_screens)
 
+    def set_bot_level(self, level: int | None) -> None:
+        self._bot_level = level
+        for env in self.envs:
+            self._tell_bot_level(env)
+
+    def _tell_bot_level(self, env: Environment) -> None:
+        if hasattr(env, "set_bot_level"):  # a ViZDoom game's (others have no bots)
+            env.set_bot_level(self._bot_level)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
         for env in self.envs:
             env.close()
+
+
+def with_bot_level(match: dict | None, level: int | None) -> dict | None:
+    """A match's report with the bot level it was played at (none where no level was set)."""
+    if match is None or level is None:
+        return match
+    return {**match, "bot_level": float(level)}
 
 
 def crash_step(observations: np.ndarray, why: str) -> BatchStep:

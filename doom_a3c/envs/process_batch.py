@@ -111,6 +111,7 @@ class ProcessEnvBatch:
         # next step to report as crashes instead of stepping them.
         self._replaced: dict[int, tuple[np.ndarray, str]] = {}
         self._start_failures: list[tuple[int, str]] = []
+        self._bot_level: int | None = None  # set_bot_level's, told again to a replacement child
         # Before multiprocessing's own exit hook, which would wait forever on children that ignore SIGTERM.
         atexit.register(self.close)
         try:
@@ -182,6 +183,9 @@ class ProcessEnvBatch:
             self._fork(child, games)
             try:
                 self._receive(child)  # the spec: its games are built
+                if self._bot_level is not None:
+                    self._send(child, "set_bot_level", (self._bot_level,))
+                    self._receive(child)
                 self._send(child, "reset", ())
                 return self._receive(child)
             except GameProcessLost as error:
@@ -264,6 +268,11 @@ class ProcessEnvBatch:
 
     def step_screens(self, index: int) -> list[np.ndarray]:
         return self._ask_game("step_screens", index)
+
+    def set_bot_level(self, level: int | None) -> None:
+        self._bot_level = level
+        for child in range(len(self._slices)):
+            self._ask(child, "set_bot_level", (level,))
 
     def close(self) -> None:
         """Ask every child to close its games; one that has not ended within CLOSE_SECONDS (a stalled engine)

@@ -10,6 +10,7 @@ import os
 import threading
 from typing import NamedTuple
 
+from doom_a3c.algo.curriculum import starting_level
 from doom_a3c.algo.exploration import EpsilonSchedule, worker_epsilons
 from doom_a3c.algo.learner import GlobalLearner
 from doom_a3c.algo.model.actor_critic import ActorCritic, build_actor_critic
@@ -108,6 +109,7 @@ class GlobalParts(NamedTuple):
         self.saved.updates.assign(counters.updates)
         self.saved.episodes.assign(int(episodes))
         self.saved.wall_seconds.assign(float(wall_seconds))
+        self.saved.keep_bot_level(counters.bot_level)
         return self.checkpointer.save()
 
 
@@ -127,6 +129,8 @@ def build_global(config: TrainConfig, spec: EnvSpec, resume_prefix: str | None =
         # The learning-rate schedule goes on over the run's whole training time, earlier legs included.
         learner.clock.earlier_seconds = float(saved.wall_seconds.numpy())
         learner.learning_rate = learner.scheduled_learning_rate()
+    # Set before any game starts: the runners' first matches are played at it too.
+    learner.counters.bot_level = starting_level(config.bot_curriculum, saved.restored_bot_level())
     return GlobalParts(learner, saved, Checkpointer(config.model_dir, checkpoint, saved, config.keep_checkpoints))
 
 

@@ -13,7 +13,9 @@ from typing import Protocol
 
 import numpy as np
 
+from doom_a3c.algo.curriculum import BotCurriculum
 from doom_a3c.config import TrainConfig
+from doom_a3c.envs.doom.bot_levels import FULL_STRENGTH
 from doom_a3c.envs.interface import EnvSpec
 from doom_a3c.errors import one_line
 from doom_a3c.run.periodic_evaluation import Evaluator, improves
@@ -84,6 +86,9 @@ class Coordinator:
                 backend.close()
                 raise
         self.log = RunLog(config.model_dir, config, resumed_episodes=episodes if resumed else None)
+        level = self.run.counters.bot_level  # where the backend started the games (build_global)
+        self.curriculum = None if level is None else BotCurriculum(config.curriculum_matches,
+                                                                   config.curriculum_frags, level)
 
     def wall_seconds(self) -> float:
         return self.wall_offset + time.time() - self.start_time
@@ -99,6 +104,9 @@ class Coordinator:
         print(f"training {cfg.scenario} ({self.backend.description}): {cfg.workers} workers x {cfg.envs_per_worker} "
               f"envs, {self.backend.spec.num_actions} actions, outputs in {cfg.model_dir}/ and {cfg.frames_dir}/",
               flush=True)
+        if self.curriculum is not None:
+            print(f"bot curriculum: level {self.curriculum.level} of {FULL_STRENGTH}; up a level when the last "
+                  f"{cfg.curriculum_matches} matches at one average {cfg.curriculum_frags:g} frags", flush=True)
         try:
             self.backend.start()
             if self.evaluator is not None:
@@ -212,11 +220,23 @@ class Coordinator:
             self.episodes += 1
             self.log.episode(self.wall_seconds(), steps, self.episodes, result.worker, result.reward, result.length,
                              result.mean_value, result.match)
+            if self.curriculum is not None and result.match is not None:
+                self._follow_curriculum(result.match)
             if result.frames:
                 stem = os.path.join(self.config.frames_dir, f"episode_{self.episodes:06d}")
                 write_video(stem, result.frames, result.seconds_per_frame or self.backend.spec.seconds_per_step,
                             self.config.video)
         self.log.summarise_episodes(steps)
+
+    def _follow_curriculum(self, match: dict[str, float]) -> None:
+        """A finished match's frags for --bot-curriculum: a move up reaches the workers through the run's counters
+        (their games play it from their next match) and is a line of the log."""
+        level_up = self.curriculum.record(match["frags"], match.get("bot_level"))
+        if level_up is None:
+            return
+        self.run.counters.bot_level = level_up.level
+        print(f"bot curriculum: level {level_up.level} of {FULL_STRENGTH} (mean {level_up.mean_frags:.1f} frags a "
+              f"match over the last {level_up.matches})", flush=True)
 
     def _log_restarts(self, now: float) -> None:
         """One warning line per fault (a game, or a game process with all its games); more than

@@ -15,14 +15,19 @@ from doom_a3c.quiet_import import tf
 from doom_a3c.runtime.files import atomic_write_text
 
 CSV_FIELDS = ["wall_s", "env_steps", "episode", "worker", "reward", "length"]
-# A deathmatch run's progress.csv adds MATCH_FIELDS after these: frags, deaths, frags_per_minute, place.
+# A deathmatch run's progress.csv adds MATCH_FIELDS after these: frags, deaths, frags_per_minute, place; and with
+# --bot-curriculum the level of the bots each match was played at.
+BOT_LEVEL = "bot_level"
 MATCH_TAGS = {"frags": "Match/Frags", "deaths": "Match/Deaths", "frags_per_minute": "Match/Frags per Minute",
-              "place": "Match/Place"}
+              "place": "Match/Place", BOT_LEVEL: "Match/Bot Level"}
 
 
 def progress_fields(config: TrainConfig) -> list[str]:
-    """progress.csv's columns: CSV_FIELDS, and a deathmatch's MATCH_FIELDS after them."""
-    return CSV_FIELDS + (MATCH_FIELDS if config.plays_deathmatch() else [])
+    """progress.csv's columns: CSV_FIELDS, a deathmatch's MATCH_FIELDS after them, then with --bot-curriculum
+    bot_level."""
+    if not config.plays_deathmatch():
+        return CSV_FIELDS
+    return CSV_FIELDS + MATCH_FIELDS + ([BOT_LEVEL] if config.bot_curriculum else [])
 
 
 EVAL_FIELDS = ["wall_s", "env_steps", "episodes", "mean", "std", "min", "max"]
@@ -114,7 +119,9 @@ class RunLog:
         if self._unsummarised_matches:
             with self.writer.as_default(step=env_steps):
                 for key, tag in MATCH_TAGS.items():
-                    tf.summary.scalar(tag, np.mean([m[key] for m in self._unsummarised_matches]))
+                    values = [m[key] for m in self._unsummarised_matches if key in m]  # a level: the curriculum's
+                    if values:
+                        tf.summary.scalar(tag, np.mean(values))
             self._unsummarised_matches.clear()
         if not self._unsummarised:
             return

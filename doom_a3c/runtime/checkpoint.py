@@ -25,7 +25,7 @@ class SavedRun(NamedTuple):
     prefix: str
     config: dict[str, Any]  # as saved (an older doom_a3c's may lack values: resolve.upgrade_saved_config)
     num_actions: int
-    counters: dict[str, float]  # env_steps, episodes, updates, wall_seconds
+    counters: dict[str, float]  # env_steps, episodes, updates, wall_seconds; bot_level where it holds one
 
 
 class RunCounters(tf.Module):
@@ -39,6 +39,25 @@ class RunCounters(tf.Module):
         self.wall_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
         self.num_actions = tf.Variable(num_actions, dtype=tf.int64, trainable=False)
         self.config_json = tf.Variable(config.to_json(), dtype=tf.string, trainable=False)
+
+    def restored_bot_level(self) -> int | None:
+        """The --bot-curriculum level of the checkpoint just restored; None when it holds none (trained without the
+        curriculum, or older than it). Call after any restore: `bot_level` is made here, and TensorFlow fills it in
+        from a checkpoint that holds it as it is made, while restoring one that lacks it into counters that held it
+        would fail to match."""
+        if not hasattr(self, "bot_level"):
+            self.bot_level = tf.Variable(NO_BOT_LEVEL, dtype=tf.int64, trainable=False)
+        level = int(self.bot_level.numpy())
+        return None if level == NO_BOT_LEVEL else level
+
+    def keep_bot_level(self, level: int | None) -> None:
+        """Save `level` (None: no curriculum) with the next checkpoint."""
+        self.restored_bot_level()  # made if it is not yet
+        self.bot_level.assign(NO_BOT_LEVEL if level is None else level)
+
+
+NO_BOT_LEVEL = -1  # what a checkpoint of a run without --bot-curriculum holds
+BOT_LEVEL_KEY = "run/bot_level/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def _checkpoint_files(prefix: str) -> list[str]:
@@ -167,6 +186,8 @@ def read_checkpoint(prefix: str) -> SavedRun:
         if not isinstance(config, dict):
             raise ValueError("its config is not a JSON object")
         counters = {k: value(k).item() for k in ("env_steps", "episodes", "updates", "wall_seconds")}
+        if reader.has_tensor(BOT_LEVEL_KEY) and reader.get_tensor(BOT_LEVEL_KEY) != NO_BOT_LEVEL:
+            counters["bot_level"] = reader.get_tensor(BOT_LEVEL_KEY).item()
         return SavedRun(prefix, config, int(value("num_actions")), counters)
     except (tf.errors.OpError, ValueError, KeyError, IndexError, UnicodeDecodeError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

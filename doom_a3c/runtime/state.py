@@ -66,11 +66,14 @@ class TrainMetrics(NamedTuple):
 
 @dataclass
 class Counters:
-    """The run's step and update counts, safe to bump from any thread."""
+    """The run's step and update counts, safe to bump from any thread; and, with --bot-curriculum, the bots' level."""
 
     env_steps: int = 0
     updates: int = 0
     skipped_updates: int = 0
+    # --bot-curriculum: the level training games play their next matches at, 0 to 5 (doom_a3c/envs/doom/bot_levels.py),
+    # moved by the coordinator alone and saved with the checkpoint; None: the bots at full strength, no curriculum
+    bot_level: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add_steps(self, count: int) -> None:

@@ -148,7 +148,7 @@ def test_every_boolean_is_a_flag_both_ways():
     assert set(BOOLEAN_FLAGS) == {"clip_rewards", "normalize_advantages", "lstm", "separate_networks", "resume",
                                   "video_tics", "preset", "cfg_variables", "normalize_variables", "normalize_returns",
                                   "color", "fine_turns",
-                                  "evaluate", "eval_greedy", "jit_compile", "ale_vector", "self_play"}
+                                  "evaluate", "eval_greedy", "jit_compile", "ale_vector", "self_play", "bot_curriculum"}
     parser = build_parser("test")
     for name in BOOLEAN_FLAGS:
         flag = name.replace("_", "-")
