@@ -234,6 +234,9 @@ class TrainConfig:
                                   "weight", bounds=Bounds(0, 1, open_high=True, why="a share of the uniform "
                                                                                    "policy's entropy"))
     clip_norm: float = _flag(40.0, "clip gradients at this global norm", bounds=ABOVE_ZERO)
+    enemy_coef: float = _flag(0.0, "ViZDoom: weight of a learning-only target, a head on the torso that predicts from "
+                              "the labels buffer whether an enemy is in view (0 = off; play.py never reads it)",
+                              bounds=AT_LEAST_ZERO)
     epochs: int = _flag(1, "passes over each rollout (PPO's epochs): 1 is A3C's one update a rollout; K > 1 takes "
                         "K passes of --minibatches updates each, with the clipped surrogate (--clip-ratio)",
                         bounds=AT_LEAST_ONE)
@@ -344,6 +347,9 @@ class TrainConfig:
         if self.distributed == "ray" and self.trainer == "ga3c":
             raise ConfigError("--distributed ray runs A3C workers (each with its own local copy); "
                               "--trainer ga3c runs in one process: use one or the other")
+        if self.is_resolved() and self.enemy_coef > 0 and self.env_kind != "doom":
+            raise ConfigError(f"--enemy-coef needs a ViZDoom scenario (its labels buffer says where enemies are); "
+                              f"{self.scenario} is {self.env_kind}")
         # A minibatch is whole games, each needs one at least; a preset may set the games, so only once resolved.
         if self.is_resolved() and self.minibatches > self.envs_per_worker:
             raise ConfigError(f"--minibatches must be at most --envs-per-worker ({self.envs_per_worker}): each "

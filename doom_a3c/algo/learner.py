@@ -15,6 +15,7 @@ worker process's local copy and applies it in the parameter server's GlobalLearn
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from typing import Callable, Iterator, NamedTuple, Sequence
@@ -23,7 +24,7 @@ import numpy as np
 
 from doom_a3c.algo.entropy_target import entropy_weight, multiplier_step, uniform_entropy
 from doom_a3c.algo.gradients import process_gradients
-from doom_a3c.algo.losses import a3c_loss, clipped_surrogate_loss
+from doom_a3c.algo.losses import a3c_loss, clipped_surrogate_loss, enemy_target_loss
 from doom_a3c.algo.model.actor_critic import ActorCritic, LSTMState
 from doom_a3c.algo.model.layers import STATISTICS_CARRIER
 from doom_a3c.algo.normalization import moments_update, return_scale, return_targets, variable_targets
@@ -32,7 +33,7 @@ from doom_a3c.algo.returns import discounted_returns, generalized_advantages, n_
 from doom_a3c.algo.rollout import Rollout
 from doom_a3c.algo.schedules import RunClock, learning_rate_at
 from doom_a3c.config import TrainConfig
-from doom_a3c.envs.interface import network_inputs
+from doom_a3c.envs.interface import enemy_targets, network_inputs
 from doom_a3c.quiet_import import tf
 from doom_a3c.runtime.state import Counters, TrainMetrics
 
@@ -48,10 +49,12 @@ class Gradient(NamedTuple):
     entropy_weight: float  # the entropy bonus's weight in this loss (--entropy-coef unless --entropy-target)
     approx_kl: float | None = None  # the clipped passes: KL(acting policy || this one) estimated on the minibatch
     clip_fraction: float | None = None  # the clipped passes: share of the minibatch's steps whose ratio was clipped
+    enemy_loss: float | None = None  # --enemy-coef: the enemy-in-view head's cross-entropy per step
 
     def metrics(self, applied: bool, policy_lag: float | None = None) -> TrainMetrics:
         return TrainMetrics(self.policy_loss, self.value_loss, self.entropy, self.grad_norm, self.var_norm,
-                            applied, policy_lag, self.entropy_weight, self.approx_kl, self.clip_fraction)
+                            applied, policy_lag, self.entropy_weight, self.approx_kl, self.clip_fraction,
+                            enemy_loss=self.enemy_loss)
 
 
 def learning_targets(config: TrainConfig, rollout: Rollout) -> tuple[np.ndarray, np.ndarray]:
@@ -116,46 +119,43 @@ class GradientStep:
         self._uniform_entropy = uniform_entropy(net.num_actions, heads.sizes if heads else None,
                                                 heads.option_matrix if heads else None)
         # --jit-compile: XLA (None, not False, when off: tf.function's own default, as before the flag)
-        self._compiled = tf.function(self._graph, jit_compile=config.jit_compile or None)
-        self._clipped = tf.function(self._clipped_graph, jit_compile=config.jit_compile or None)
+        jit = config.jit_compile or None
+        self._compiled = tf.function(functools.partial(self._graph, clipped=False), jit_compile=jit)
+        self._clipped = tf.function(functools.partial(self._graph, clipped=True), jit_compile=jit)
         self._rng = np.random.default_rng(config.seed)  # the minibatches' shuffle
+        self._enemy = net.enemy_head is not None
         self.last_finished: float | None = None  # when this step's caller last finished a rollout's updates
 
-    def _graph(self, observations, actions, starts, h, c, returns, advantages, scale, entropy_coef):
-        # observations [T, B, *obs]; actions, starts, returns, advantages [T, B]; h, c [B, L]; scale,
-        # entropy_coef [] (tensors, so that their changes do not retrace the graph)
+    def _graph(self, observations, actions, acting_log_probs, starts, h, c, returns, advantages, scale, entropy_coef,
+               enemy_targets, clipped: bool):
+        # observations [T, B, *obs]; actions, acting_log_probs, starts, returns, advantages, enemy_targets [T, B];
+        # h, c [B, L]; scale, entropy_coef [] (tensors, so that their changes do not retrace the graph). `clipped`:
+        # PPO's clipped surrogate (a later pass), else A3C's loss (acting_log_probs unread).
         config, variables = self.config, self.net.trainable_variables
         with tf.GradientTape() as tape:
             out = self.net.unroll(observations, LSTMState(h, c), starts)
             # Everything in units of the return scale (1 unless --normalize-returns): doom_a3c/algo/normalization.py
             # says why.
-            terms = a3c_loss(out.logits, out.values / scale, actions, returns / scale, advantages / scale,
-                             config.value_coef, config.policy_coef, entropy_coef)
-        grads = tape.gradient(terms.total, variables)  # None for the running statistics: no loss reaches them
+            if clipped:
+                surrogate = clipped_surrogate_loss(out.logits, out.values / scale, actions, acting_log_probs,
+                                                   returns / scale, advantages / scale, config.clip_ratio,
+                                                   config.value_coef, config.policy_coef, entropy_coef)
+                terms, diagnostics = surrogate.terms, [surrogate.approx_kl, surrogate.clip_fraction]
+            else:
+                terms = a3c_loss(out.logits, out.values / scale, actions, returns / scale, advantages / scale,
+                                 config.value_coef, config.policy_coef, entropy_coef)
+                diagnostics = []
+            total, enemy = terms.total, tf.constant(0.0)
+            if out.enemy_logits is not None:  # --enemy-coef's learning-only target
+                enemy = enemy_target_loss(out.enemy_logits, enemy_targets)
+                total = total + config.enemy_coef * enemy
+        grads = tape.gradient(total, variables)  # None for the running statistics: no loss reaches them
         bound = config.clip_norm if config.gradient_mode == "clip" else config.normalize_norm
         processed, grad_norm = process_gradients(grads, config.gradient_mode, bound)
         steps = tf.cast(tf.shape(actions)[0], tf.float32)
-        finite = tf.math.is_finite(grad_norm) & tf.math.is_finite(terms.total)
-        return (processed, finite, terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
-                tf.linalg.global_norm(self.net.learned_variables))
-
-    def _clipped_graph(self, observations, actions, acting_log_probs, starts, h, c, returns, advantages, scale,
-                       entropy_coef):
-        # As _graph, with the clipped surrogate; acting_log_probs [T, B]
-        config, variables = self.config, self.net.trainable_variables
-        with tf.GradientTape() as tape:
-            out = self.net.unroll(observations, LSTMState(h, c), starts)
-            clipped = clipped_surrogate_loss(out.logits, out.values / scale, actions, acting_log_probs,
-                                             returns / scale, advantages / scale, config.clip_ratio,
-                                             config.value_coef, config.policy_coef, entropy_coef)
-            terms = clipped.terms
-        grads = tape.gradient(terms.total, variables)
-        bound = config.clip_norm if config.gradient_mode == "clip" else config.normalize_norm
-        processed, grad_norm = process_gradients(grads, config.gradient_mode, bound)
-        steps = tf.cast(tf.shape(actions)[0], tf.float32)
-        finite = tf.math.is_finite(grad_norm) & tf.math.is_finite(terms.total)
-        return (processed, finite, terms.policy / steps, terms.value / steps, terms.entropy / steps, grad_norm,
-                tf.linalg.global_norm(self.net.learned_variables), clipped.approx_kl, clipped.clip_fraction)
+        finite = tf.math.is_finite(grad_norm) & tf.math.is_finite(total)
+        return (processed, finite, enemy / steps, terms.policy / steps, terms.value / steps, terms.entropy / steps,
+                grad_norm, tf.linalg.global_norm(self.net.learned_variables), *diagnostics)
 
     def statistics_updates(self, rollout: Rollout, returns: np.ndarray) -> list[np.ndarray]:
         """This rollout's step for each of the network's running statistics (algo/normalization.py), in order."""
@@ -166,6 +166,13 @@ class GradientStep:
         if self.net.return_moments is not None:
             updates.append(moments_update(self.net.return_moments.moments.numpy(), return_targets(returns)))
         return updates
+
+    def _enemy_targets(self, rollout: Rollout) -> np.ndarray:
+        """[T, B] whether an enemy was in view at each step (--enemy-coef), zeros when the network has no head."""
+        targets = enemy_targets(rollout.observations) if self._enemy else None
+        if self._enemy and targets is None:
+            raise ValueError("--enemy-coef needs observations that carry the enemy target (a ViZDoom game's)")
+        return targets if targets is not None else np.zeros(rollout.actions.shape, np.float32)
 
     def prepare(self, rollout: Rollout) -> PreparedRollout:
         returns, advantages = learning_targets(self.config, rollout)
@@ -183,7 +190,7 @@ class GradientStep:
     def _finish(self, outputs, prepared: PreparedRollout, carries_statistics: bool) -> Gradient:
         """The compiled graph's outputs as a Gradient; the running statistics' steps ride in the slots of their
         weights on the rollout's first update only, so that each rollout moves them once."""
-        grads, finite, *scalars = outputs
+        grads, finite, enemy_loss, *scalars = outputs
         updates = list(prepared.statistics_updates) if carries_statistics else []
         if carries_statistics and prepared.entropy_multiplier is not None:
             # this rollout's entropy (per step, scalars[2]) moves the weight of the next
@@ -197,15 +204,15 @@ class GradientStep:
             grads[slot] = tf.constant(update * STATISTICS_CARRIER, tf.float32)
         finite = bool(finite) and all(bool(np.all(np.isfinite(update))) for update in updates)
         return Gradient(grads, finite, *(float(s) for s in scalars[:5]), prepared.entropy_weight,
-                        *(float(s) for s in scalars[5:]))
+                        *(float(s) for s in scalars[5:]), enemy_loss=float(enemy_loss) if self._enemy else None)
 
     def __call__(self, rollout: Rollout) -> Gradient:
         """A3C's one update on the whole rollout."""
         prepared = self.prepare(rollout)
-        outputs = self._compiled(network_inputs(rollout.observations), rollout.actions, rollout.starts,
-                                 rollout.initial_state.h, rollout.initial_state.c, prepared.returns,
-                                 prepared.advantages, tf.constant(prepared.scale, tf.float32),
-                                 tf.constant(prepared.entropy_weight, tf.float32))
+        unread = np.zeros(rollout.actions.shape, np.float32)  # A3C's loss needs no acting probabilities
+        outputs = self._compiled(network_inputs(rollout.observations), rollout.actions, unread, rollout.starts,
+                                 rollout.initial_state.h, rollout.initial_state.c, prepared.returns, prepared.advantages, tf.constant(prepared.scale, tf.float32),
+                                 tf.constant(prepared.entropy_weight, tf.float32), self._enemy_targets(rollout))
         return self._finish(outputs, prepared, carries_statistics=True)
 
     def passes(self, rollout: Rollout) -> Iterator[Gradient]:
@@ -227,7 +234,7 @@ class GradientStep:
                 part = rollout_columns(rollout, columns)
                 outputs = self._clipped(network_inputs(part.observations), part.actions, part.log_probs, part.starts,
                                         part.initial_state.h, part.initial_state.c, prepared.returns[:, columns],
-                                        prepared.advantages[:, columns], scale, weight)
+                                        prepared.advantages[:, columns], scale, weight, self._enemy_targets(part))
                 yield self._finish(outputs, prepared, carries_statistics=first)
                 first = False
 

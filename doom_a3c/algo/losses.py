@@ -65,3 +65,11 @@ def clipped_surrogate_loss(logits: tf.Tensor, values: tf.Tensor, actions: tf.Ten
     clip_fraction = tf.reduce_mean(tf.cast(tf.abs(tf.stop_gradient(ratio) - 1.0) > clip_ratio, tf.float32))
     return ClippedLossTerms(LossTerms(total, policy_loss, value_loss, entropy), approx_kl, clip_fraction)
 
+
+
+def enemy_target_loss(enemy_logits: tf.Tensor, enemy_targets: tf.Tensor) -> tf.Tensor:
+    """Sigmoid cross-entropy of the enemy-in-view head, logits and targets (0 or 1) [T, B]: summed over time and
+    averaged over the games, as the actor-critic terms are."""
+    batch = tf.cast(tf.shape(enemy_logits)[1], tf.float32)
+    losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(enemy_targets, tf.float32), logits=enemy_logits)
+    return tf.reduce_sum(losses) / batch

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from doom_a3c.config import MAX_FRAME_STACK
-from doom_a3c.envs.interface import Environment, Step, observation_dtype
+from doom_a3c.envs.interface import ENEMY, Environment, Step, observation_dtype
 from doom_a3c.errors import ConfigError
 
 FRAME, VARIABLES = "frame", "variables"
@@ -66,9 +66,12 @@ class FrameStack:
         if not is_record:
             return self._frames.copy()
         if self._record is None:
-            self._record = observation_dtype(self.observation_shape, observation[VARIABLES].shape[-1])
+            self._record = observation_dtype(self.observation_shape, observation[VARIABLES].shape[-1],
+                                             ENEMY in observation.dtype.names)
         stacked = np.zeros((), self._record)
-        stacked[FRAME], stacked[VARIABLES] = self._frames, observation[VARIABLES]
+        stacked[FRAME] = self._frames
+        for name in observation.dtype.names[1:]:  # the variables and any learning target: the newest
+            stacked[name] = observation[name]
         return stacked
 
     def reset(self) -> np.ndarray:

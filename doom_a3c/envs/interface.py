@@ -68,17 +68,33 @@ def spec_of(env: Environment) -> EnvSpec:
                    list(env.action_names))
 
 
-def observation_dtype(frame_shape: tuple[int, ...], num_variables: int) -> np.dtype:
-    """The record of one Doom observation with game variables: the uint8 frame and the scaled variables."""
-    return np.dtype([("frame", np.uint8, frame_shape), ("variables", np.float32, (num_variables,))])
+ENEMY = "enemy"  # a record's learning-only target (doom_a3c/envs/doom/labels.py); the network never sees it
+
+
+def observation_dtype(frame_shape: tuple[int, ...], num_variables: int, enemy_target: bool = False) -> np.dtype:
+    """The record of one Doom observation with game variables: the uint8 frame and the scaled variables; with
+    `enemy_target`, beside them whether an enemy is in view (1.0 or 0.0), for learning only."""
+    fields = [("frame", np.uint8, frame_shape), ("variables", np.float32, (num_variables,))]
+    return np.dtype(fields + [(ENEMY, np.float32, (1,))] if enemy_target else fields)
+
+
+def enemy_targets(observations: np.ndarray) -> np.ndarray | None:
+    """Observations [...] -> their enemy-in-view targets [...] float32, or None when they carry none."""
+    if observations.dtype.names is None or ENEMY not in observations.dtype.names:
+        return None
+    return np.ascontiguousarray(observations[ENEMY][..., 0])
 
 
 def network_inputs(observations: np.ndarray):
     """Observations [..., *obs] as the network takes them: the array itself, or (frames, variables) for
-    record observations (contiguous copies: TensorFlow cannot take a strided field view)."""
+    record observations (contiguous copies: TensorFlow cannot take a strided field view); a record with no game
+    variables (only a learning target beside its frame) gives the frames alone."""
     if observations.dtype.names is None:
         return observations
-    return np.ascontiguousarray(observations["frame"]), np.ascontiguousarray(observations["variables"])
+    frames = np.ascontiguousarray(observations["frame"])
+    if observations.dtype["variables"].shape == (0,):
+        return frames
+    return frames, np.ascontiguousarray(observations["variables"])
 
 
 def preprocess_frame(screen: np.ndarray, crop=(0.0, 0.0, 0.0, 0.0), size: int = 84,

@@ -3,6 +3,8 @@ from the config saved in the checkpoint, never from a preset: a checkpoint plays
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import NamedTuple
 
 import numpy as np
@@ -85,7 +87,9 @@ def load_agent(path: str, greedy: bool = False, seed: int = 0) -> Agent:
     corrupt or does not fit its games. Call from the main thread (Keras builds its layers there)."""
     prefix = resolve_prefix(path)
     saved = read_checkpoint(prefix)
-    config = upgrade_saved_config(saved.config, prefix)
+    # --enemy-coef's head and labels are for learning only: playing needs neither (the head's saved weights stay
+    # unread, a partial restore).
+    config = dataclasses.replace(upgrade_saved_config(saved.config, prefix), enemy_coef=0.0)
     env = make_environment(config, seed=seed + PLAY_SEED_OFFSET)  # the only sure source of the observation shape
     try:
         spec = spec_of(env)

@@ -290,7 +290,7 @@ class Coordinator:
         if weights:
             values["Losses/Entropy Weight"] = sum(weights) / len(weights)
         for name, tag in (("approx_kl", "Losses/Approx KL"), ("clip_fraction", "Losses/Clip Fraction"),
-                          ("update_share", "Perf/Update Share")):
+                          ("update_share", "Perf/Update Share"), ("enemy_loss", "Losses/Enemy Loss")):
             reported = [getattr(m, name) for m in metrics if getattr(m, name) is not None]
             if reported:  # the KL and clip fraction: --epochs or --minibatches > 1 only
                 values[tag] = sum(reported) / len(reported)

@@ -62,6 +62,7 @@ class TrainMetrics(NamedTuple):
     approx_kl: float | None = None  # --epochs/--minibatches: how far the passes moved the policy from the acting one
     clip_fraction: float | None = None  # the same: share of the steps whose probability ratio was clipped
     update_share: float | None = None  # share of the thread's time since its previous rollout spent in its updates
+    enemy_loss: float | None = None  # --enemy-coef: the enemy-in-view head's cross-entropy per step
 
 
 @dataclass

@@ -42,6 +42,8 @@ class NetworkOutput(NamedTuple):
     logits: tf.Tensor  # [..., A]; with FactorisedHeads, already normalised log-probabilities
     values: tf.Tensor  # [...]
     state: LSTMState
+    # [T, B] logits of "an enemy is in view" from the torso (unroll only, with enemy_head); None otherwise
+    enemy_logits: tf.Tensor | None = None
 
 
 TORSOS = ("conv", "dense")
@@ -75,7 +77,7 @@ class ActorCritic(keras.Model):
                  normalize_variables: bool = False, normalize_returns: bool = False, return_scale_floor: float = 1.0,
                  factorised_heads: FactorisedHeads | None = None, entropy_target: bool = False,
                  weight_init: str = "glorot", precision: str = "float32", activation: str = "elu",
-                 frame_background: float = 0.0):
+                 frame_background: float = 0.0, enemy_head: bool = False):
         super().__init__(name=name)
         self.frame_background = float(frame_background)
         if activation not in ACTIVATIONS:
@@ -108,6 +110,10 @@ class ActorCritic(keras.Model):
                                               kernel_initializer=head_init(0.01, seed + 5), name="policy")
         self.value_head = keras.layers.Dense(1, use_bias=False, kernel_initializer=head_init(1.0, seed + 6),
                                              name="value")
+        # --enemy-coef: a learning-only head on the (policy's) torso, trained to tell whether an enemy is in view;
+        # acting never computes it. Only when asked for, so that a checkpoint made without it restores as it was.
+        self.enemy_head = keras.layers.Dense(1, kernel_initializer=head_init(1.0, seed + 7), name="enemy") \
+            if enemy_head else None
         # Only when asked for: a checkpoint made without them restores into exactly the network it was.
         self.variable_moments = RunningMoments(variable_moments_size(num_game_variables), "variable_moments") \
             if normalize_variables and num_game_variables else None
@@ -260,9 +266,10 @@ class ActorCritic(keras.Model):
         # The torso runs once over all T*B observations; only the LSTM walks through time.
         flat = tf.nest.map_structure(lambda x: tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], 0)), observations)
         features = [tf.reshape(f, [steps, batch, -1]) for f in self.encode(flat)]  # [T, B, hidden] each
+        enemy_logits = None if self.enemy_head is None else tf.squeeze(self.enemy_head(features[0]), -1)  # [T, B]
         if not self.use_lstm:
             logits, values = self._heads(features)
-            return NetworkOutput(logits, values, state)
+            return NetworkOutput(logits, values, state, enemy_logits)
         # The LSTM walks through time in lstm_sequence: the same numbers as T calls of `_core`, with a cheaper
         # backward pass. T is static (the rollout length), so its loop unrolls in the graph.
         keep = 1.0 - tf.cast(starts, tf.float32)[:, :, None]  # [T, B, 1]
@@ -274,7 +281,8 @@ class ActorCritic(keras.Model):
             hs.append(h)
             cs.append(c)
         logits, values = self._heads(outputs)
-        return NetworkOutput(logits, values, LSTMState(tf.concat(hs, 1), tf.concat(cs, 1)))  # [T, B, A], [T, B]
+        return NetworkOutput(logits, values, LSTMState(tf.concat(hs, 1), tf.concat(cs, 1)),  # [T, B, A], [T, B]
+                             enemy_logits)
 
     def call(self, observations, state=None, starts=None):
         batch = tf.shape(tf.nest.flatten(observations)[0])[0]
@@ -289,6 +297,8 @@ class ActorCritic(keras.Model):
         if self.num_game_variables:
             observations = (observations, tf.zeros((1, self.num_game_variables), tf.float32))
         self.step(observations, self.initial_state(1), tf.ones([1]))
+        if self.enemy_head is not None:  # acting never reaches it: build it on the torso's output
+            self.enemy_head(self.encode(observations)[0])
         return self
 
 
@@ -313,5 +323,6 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       normalize_returns=config.normalize_returns, return_scale_floor=config.return_scale_floor,
                       factorised_heads=factorised, entropy_target=config.entropy_target > 0,
                       weight_init=config.weight_init, precision=precision, activation=config.activation,
-                      frame_background=config.frame_background or 0.0)
+                      frame_background=config.frame_background or 0.0,
+                      enemy_head=config.enemy_coef > 0)
     return net.build_variables(observation_shape)

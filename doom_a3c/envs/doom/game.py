@@ -7,10 +7,12 @@ import numpy as np
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.action_sets import is_first_half, missing_buttons, pressed_button, tic_value
+from doom_a3c.envs.doom.bot_levels import episode_start_commands, has_difficulty_script
+from doom_a3c.envs.doom.labels import enemy_in_view
 from doom_a3c.envs.doom.multiplayer import DEFAULT_MATCH_MINUTES, is_multiplayer, time_limit
 from doom_a3c.envs.doom.shaping import VariableShaping, match_report
 from doom_a3c.envs.engine import leash_engine
-from doom_a3c.envs.interface import Step, observation_dtype, preprocess_frame
+from doom_a3c.envs.interface import ENEMY, Step, observation_dtype, preprocess_frame
 from doom_a3c.errors import ConfigError
 
 DOOM_TICS_PER_SECOND = 35
@@ -93,6 +95,8 @@ class DoomEnvironment:
         if self._counts_frags:
             self._game.add_available_game_variable(vzd.GameVariable.FRAGCOUNT)
         self._bots = config.bots or 0  # None: a config made by hand, never resolved
+        self._bot_level: int | None = None  # None: the map's own bots at full strength (set_bot_level)
+        self._difficulty_script: bool | None = None  # whether the map has it: read once a level is set
         self._frags = 0.0
         # Variables the engine must report: the network's and the shaping's (the cfg may list none of them).
         self._variable_names = [getattr(vzd.GameVariable, name) for name, _ in config.game_variables]
@@ -124,6 +128,9 @@ class DoomEnvironment:
                 self._game.add_available_game_variable(variable)
         self._visited: set[tuple[int, int]] = set()
         self._bootstrap_timeout = config.bootstrap_timeout
+        # --enemy-coef: the labels buffer, for the learning-only target of whether an enemy is in view
+        self._enemy_target = config.enemy_coef > 0
+        self._game.set_labels_buffer_enabled(self._enemy_target or self._game.is_labels_buffer_enabled())
         leash_engine(self._game, vzd)
         try:
             self._game.init()
@@ -155,8 +162,8 @@ class DoomEnvironment:
         self._crop = tuple(config.crop)
         self._color = config.color
         self.observation_shape = (config.frame_size, config.frame_size, 3 if config.color else 1)
-        self._record = observation_dtype(self.observation_shape, len(self._variable_names)) \
-            if self._variable_names else None
+        self._record = observation_dtype(self.observation_shape, len(self._variable_names), self._enemy_target) \
+            if self._variable_names or self._enemy_target else None
         self._last_screen: np.ndarray | None = None
         self._last_observation: np.ndarray | None = None
         # True: step() plays its frame_skip tics one by one and keeps every tic's screen in `tic_screens`, for
@@ -180,7 +187,8 @@ class DoomEnvironment:
         return int(x), int(y)
 
     def _observe(self) -> np.ndarray:
-        self._last_screen = self._game.get_state().screen_buffer
+        state = self._game.get_state()
+        self._last_screen = state.screen_buffer
         frame = preprocess_frame(self._last_screen, self._crop, self.observation_shape[0], self._color)
         if self._record is None:
             self._last_observation = frame
@@ -188,6 +196,8 @@ class DoomEnvironment:
         observation = np.zeros((), self._record)
         observation["frame"] = frame
         observation["variables"] = self._variables(self._variable_names) * self._variable_scales
+        if self._enemy_target:
+            observation[ENEMY] = enemy_in_view(state.labels_buffer, state.labels)
         self._last_observation = observation
         return observation
 
@@ -209,14 +219,22 @@ class DoomEnvironment:
                 bonus += self._exploration_reward
         return bonus
 
+    def set_bot_level(self, level: int | None) -> None:
+        """The bots' strength from the next episode's start on, 0 to 5 (doom_a3c/envs/doom/bot_levels.py); None:
+        the map's own bots at full strength."""
+        if level is not None and self._difficulty_script is None:
+            self._difficulty_script = has_difficulty_script(self._game.get_doom_scenario_path(),
+                                                            self._game.get_doom_map())
+        self._bot_level = level
+
     def reseed(self, seed: int) -> None:
         """ViZDoom's RNG draws each episode's start from this seed from the next new_episode() on."""
         self._game.set_seed(seed % (2**31))
 
     def reset(self) -> np.ndarray:
         self._game.new_episode()
-        for _ in range(self._bots):
-            self._game.send_game_command("addbot")
+        for command in episode_start_commands(self._bots, self._bot_level, bool(self._difficulty_script)):
+            self._game.send_game_command(command)
         self._frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT) if self._counts_frags else 0.0
         if self._counts_deaths:  # DEATHCOUNT goes on from the last match's
             self._deaths = self._deaths_at_start = self._game.get_game_variable(self._deaths_variable)
