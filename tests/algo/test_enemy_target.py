@@ -3,7 +3,6 @@ hand, its loss against hand numbers, the head's gradient, and a checkpoint train
 resumes; without it, the network and the update are what they were."""
 import json
 import math
-import os
 from types import SimpleNamespace
 
 import numpy as np
