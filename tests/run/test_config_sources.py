@@ -24,8 +24,8 @@ BOUNDED_FIELDS = {"frame_skip", "reward_scale", "frame_size", "frame_stack", "bo
                   "curriculum_frags", "self_play_opponents",
                   "self_play_snapshot_minutes", "workers", "envs_per_worker", "env_threads", "env_processes",
                   "game_timeout", "max_game_restarts", "seed", "rollout", "gamma", "gae_lambda", "return_scale_floor",
-                  "value_coef", "policy_coef", "entropy_coef", "entropy_target", "clip_norm", "epochs", "clip_ratio",
-                  "minibatches", "rmsprop_decay", "rmsprop_epsilon", "learning_rate", "lstm_size", "hidden_size",
+                  "value_coef", "policy_coef", "entropy_coef", "entropy_target", "clip_norm", "enemy_coef", "epochs",
+                  "clip_ratio", "minibatches", "rmsprop_decay", "rmsprop_epsilon", "learning_rate", "lstm_size", "hidden_size",
                   "n_step", "epsilon_start", "epsilon_end", "epsilon_decay_steps", "normalize_norm",
                   "frame_background", "max_steps", "max_minutes", "eval_every_minutes", "eval_episodes", "gif_every",
                   "save_every_minutes", "save_every_episodes", "keep_checkpoints", "log_every_seconds"}
