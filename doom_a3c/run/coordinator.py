@@ -96,7 +96,7 @@ class Coordinator:
     def run_until_done(self) -> int:
         """Train until a stop condition, a signal or a worker's error; save at the end whatever happened."""
         cfg, counters = self.config, self.run.counters
-        self._install_signal_handlers()
+        previous_handlers = self._install_signal_handlers()
         self.start_time = time.time()
         last_save = last_log = last_plot = self.start_time
         last_log_steps = counters.env_steps
@@ -139,6 +139,7 @@ class Coordinator:
             self.log.plot_curve()
             self.log.close()
             self.backend.close()
+            restore_signal_handlers(previous_handlers)
         if self.run.errors:
             error = self.run.errors[0]
             what = str(error) if isinstance(error, TooManyRestarts) else f"worker failed: {type(error).__name__}: {error}"
@@ -308,7 +309,10 @@ class Coordinator:
         print(f"[{self.wall_seconds() / 60:6.1f} min] steps {steps:>9,}  {steps_per_second:7.0f} steps/s  "
               f"episodes {self.episodes:>6}  mean-100 reward {self.log.mean_reward():7.1f}{matches}", flush=True)
 
-    def _install_signal_handlers(self) -> None:
+    def _install_signal_handlers(self) -> dict[int, object]:
+        """Ctrl-C and SIGTERM stop the run (saved, engines reaped) instead of the process; the handlers they
+        replace, for `restore_signal_handlers` at the run's end (a notebook's Ctrl-C interrupts again after
+        `train()`). Only the main thread may set handlers: elsewhere nothing changes."""
         def stop(signum, _frame):
             self.stop_reason = f"stopped by {signal.Signals(signum).name}"
             self.interrupted = True
@@ -316,6 +320,13 @@ class Coordinator:
                 self.evaluator.stop_now()  # an evaluation under way ends too: the run stops within seconds
             self.run.stop.set()
 
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, stop)
-            signal.signal(signal.SIGTERM, stop)
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+
+def restore_signal_handlers(handlers: dict[int, object]) -> None:
+    """Put back the handlers a run replaced (`Coordinator._install_signal_handlers`)."""
+    for signum, handler in handlers.items():
+        # None: a handler set outside Python, which cannot be put back; the default action is the nearest.
+        signal.signal(signum, signal.SIG_DFL if handler is None else handler)

@@ -172,7 +172,6 @@ def failing_cartpole(monkeypatch, every):
 def train_cartpole(tmp_path, monkeypatch, **overrides):
     from doom_a3c.run.training import train
 
-    monkeypatch.setattr(Coordinator, "_install_signal_handlers", lambda self: None)
     config = TrainConfig(scenario="CartPole-v1", evaluate=False, workers=2, envs_per_worker=2, env_threads=1, rollout=10,
                          lstm_size=8, hidden_size=8, gif_every=0, log_every_seconds=0.5,
                          model_dir=str(tmp_path / "m"), frames_dir=str(tmp_path / "f"), **overrides)

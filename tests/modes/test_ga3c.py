@@ -198,10 +198,8 @@ def test_an_error_in_any_ga3c_thread_stops_them_all(failing, tmp_path, monkeypat
 @pytest.mark.slow
 def test_training_reports_a_ga3c_thread_error_in_one_line_after_a_final_checkpoint(tmp_path, monkeypatch, capsys):
     from doom_a3c.config import TrainConfig
-    from doom_a3c.run.coordinator import Coordinator
     from doom_a3c.run.training import train
 
-    monkeypatch.setattr(Coordinator, "_install_signal_handlers", lambda self: None)
     calls = []
 
     def train_then_fail(self, items):
