@@ -3,13 +3,14 @@ games, stop conditions and signals. How the workers run (threads here, Ray actor
 business."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
 import time
 from collections import deque
-from typing import Protocol
+from typing import Iterator, Protocol
 
 import numpy as np
 
@@ -96,7 +97,20 @@ class Coordinator:
     def run_until_done(self) -> int:
         """Train until a stop condition, a signal or a worker's error; save at the end whatever happened."""
         cfg, counters = self.config, self.run.counters
-        previous_handlers = self._install_signal_handlers()
+        with self._signals_stop_the_run():
+            self._train()
+        if self.run.errors:
+            error = self.run.errors[0]
+            what = str(error) if isinstance(error, TooManyRestarts) else f"worker failed: {type(error).__name__}: {error}"
+            print(f"error: {what} (final checkpoint saved in {cfg.model_dir}/{LAST})", file=sys.stderr)
+            return 1
+        print(f"stopped: {self.stop_reason or 'done'}; {counters.env_steps} steps, {self.episodes} episodes, "
+              f"mean-100 reward {self.log.mean_reward():.1f}; checkpoint {cfg.model_dir}/{LAST}", flush=True)
+        return 0
+
+    def _train(self) -> None:
+        """The loop: workers started, logged, evaluated, saved and stopped; the final checkpoint whatever ended it."""
+        cfg, counters = self.config, self.run.counters
         self.start_time = time.time()
         last_save = last_log = last_plot = self.start_time
         last_log_steps = counters.env_steps
@@ -139,15 +153,6 @@ class Coordinator:
             self.log.plot_curve()
             self.log.close()
             self.backend.close()
-            restore_signal_handlers(previous_handlers)
-        if self.run.errors:
-            error = self.run.errors[0]
-            what = str(error) if isinstance(error, TooManyRestarts) else f"worker failed: {type(error).__name__}: {error}"
-            print(f"error: {what} (final checkpoint saved in {cfg.model_dir}/{LAST})", file=sys.stderr)
-            return 1
-        print(f"stopped: {self.stop_reason or 'done'}; {counters.env_steps} steps, {self.episodes} episodes, "
-              f"mean-100 reward {self.log.mean_reward():.1f}; checkpoint {cfg.model_dir}/{LAST}", flush=True)
-        return 0
 
     def save(self) -> str:
         # The CSV must hold every episode the checkpoint counts, or a crash right after would leave a gap.
@@ -309,10 +314,11 @@ class Coordinator:
         print(f"[{self.wall_seconds() / 60:6.1f} min] steps {steps:>9,}  {steps_per_second:7.0f} steps/s  "
               f"episodes {self.episodes:>6}  mean-100 reward {self.log.mean_reward():7.1f}{matches}", flush=True)
 
-    def _install_signal_handlers(self) -> dict[int, object]:
-        """Ctrl-C and SIGTERM stop the run (saved, engines reaped) instead of the process; the handlers they
-        replace, for `restore_signal_handlers` at the run's end (a notebook's Ctrl-C interrupts again after
-        `train()`). Only the main thread may set handlers: elsewhere nothing changes."""
+    @contextlib.contextmanager
+    def _signals_stop_the_run(self) -> Iterator[None]:
+        """Ctrl-C and SIGTERM stop the run (saved, engines reaped) instead of the process until the block ends, however
+        it ends; then the handlers they replaced are back (a notebook's Ctrl-C interrupts again after `train()`).
+        Only the main thread may set handlers: elsewhere nothing changes."""
         def stop(signum, _frame):
             self.stop_reason = f"stopped by {signal.Signals(signum).name}"
             self.interrupted = True
@@ -321,12 +327,12 @@ class Coordinator:
             self.run.stop.set()
 
         if threading.current_thread() is not threading.main_thread():
-            return {}
-        return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
-
-
-def restore_signal_handlers(handlers: dict[int, object]) -> None:
-    """Put back the handlers a run replaced (`Coordinator._install_signal_handlers`)."""
-    for signum, handler in handlers.items():
-        # None: a handler set outside Python, which cannot be put back; the default action is the nearest.
-        signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+            yield
+            return
+        replaced = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, handler in replaced.items():
+                # None: a handler set outside Python, which cannot be put back; the default action is the nearest.
+                signal.signal(signum, signal.SIG_DFL if handler is None else handler)

@@ -56,8 +56,8 @@ class FakePlayer:
             raise RuntimeError("ViZDoomUnexpectedExitException: engine gone")
         if not self.learner:
             # An opponent plays on its own until the match ends: its step waits for a tic as an engine's does,
-            # outside the GIL. A loop that never waited would hold the GIL and fill the logs for the whole wait,
-            # and the watch's time bounds would then measure the garbage collector, not the match.
+            # outside the GIL. A loop that never waited would compete for the GIL with the watch's threads for the
+            # whole wait, and the watch's time bounds would then measure that contention, not the match.
             time.sleep(0.002)
         over = self.steps >= self.log.get("length", 10**9)
         return Step(np.full(OBSERVATION, self.steps % 256, np.uint8), 1.0, over, over)

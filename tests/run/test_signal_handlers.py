@@ -17,8 +17,9 @@ class OneWaitBackend:
 
     description = "a fake backend"
 
-    def __init__(self, send: int | None = None):
+    def __init__(self, send: int | None = None, save_fails: bool = False):
         self.run, self.send, self.handlers_seen, self.saved = RunState(), send, [], 0
+        self.save_fails = save_fails
         self.spec = EnvSpec(num_actions=2, observation_shape=(1,), seconds_per_step=0.1, action_names=["a", "b"])
 
     def start(self):
@@ -35,6 +36,8 @@ class OneWaitBackend:
         pass
 
     def save(self, episodes, wall_seconds):
+        if self.save_fails:
+            raise OSError("No space left on device")
         self.saved += 1
         return ""
 
@@ -76,5 +79,15 @@ def test_after_a_run_ctrl_c_raises_keyboard_interrupt_again(tmp_path):
         run_once(tmp_path, OneWaitBackend())
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_a_run_whose_final_save_fails_still_gives_the_handlers_back(tmp_path):
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(OSError, match="No space left on device"):
+            run_once(tmp_path, OneWaitBackend(save_fails=True))
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, before)
