@@ -6,13 +6,16 @@ import argparse
 import os
 from typing import Sequence
 
+from doom_a3c.envs.display import display_problem
+
 TRAIN_DESCRIPTION = """Train an A3C agent on any of four kinds of environment: `--scenario basic.wad` (ViZDoom),
 `--scenario ALE/Pong-v5` (Atari, any ALE id), `--scenario VizdoomBasic-v1` (gymnasium, image observations; your own
 after `--env-module MODULE`) or `--scenario CartPole-v1` (gymnasium, vector observations)."""
 PLAY_DESCRIPTION = """Watch a trained agent: `--model models/last.ckpt --out /tmp/result` (videos and
-results.json); play a multiplayer match of checkpoints: `--model A.ckpt --opponent B.ckpt --out DIR` (each agent
-in its own engine, `--episodes` matches); or export its acting step: `--model models/last.ckpt --export DIR` (a
-TensorFlow SavedModel, and a TFLite file where the conversion works)."""
+results.json; add `--window` to watch it live, at the game's own speed); play a multiplayer match of checkpoints:
+`--model A.ckpt --opponent B.ckpt --out DIR` (each agent in its own engine, `--episodes` matches); play a match
+against them yourself: `--model A.ckpt --human --out DIR`; or export its acting step: `--model models/last.ckpt
+--export DIR` (a TensorFlow SavedModel, and a TFLite file where the conversion works)."""
 MATCH_FLAGS = ("bots", "match_minutes", "scenario")
 
 
@@ -30,11 +33,15 @@ def play_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(description=PLAY_DESCRIPTION, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--model", required=True, help="checkpoint prefix (models/last.ckpt) or a run folder")
     parser.add_argument("--out", help="folder for the videos and results.json (needed unless --export)")
-    parser.add_argument("--episodes", type=int, default=3, help="episodes to play (matches, with --opponent)")
+    parser.add_argument("--episodes", type=int, default=argparse.SUPPRESS,
+                        help="episodes to play, matches with --opponent (default 3; with --human 1)")
     parser.add_argument("--greedy", action="store_true", help="take the most likely action instead of sampling")
     parser.add_argument("--seed", type=int, default=0, help="random seed for the game and the action sampling")
     parser.add_argument("--video", choices=VIDEO_FORMATS, default="gif",
                         help="videos of the episodes: GIF, MP4 (H.264) or both; ViZDoom's show every game tic")
+    parser.add_argument("--window", action="store_true",
+                        help="show the episodes in a window as the agent plays them, at the game's own speed "
+                             "(ViZDoom: 35 tics a second); videos and results.json as without it; needs a display")
     parser.add_argument("--export", metavar="DIR",
                         help="instead of playing, write the acting step to DIR as a TensorFlow SavedModel "
                              "(DIR/saved_model) and, where the conversion works, DIR/policy.tflite")
@@ -43,6 +50,9 @@ def play_parser() -> argparse.ArgumentParser:
     match.add_argument("--opponent", action="append", default=argparse.SUPPRESS, metavar="CKPT",
                        help="a checkpoint that plays against --model, in an engine of its own with its own config; "
                             "repeat for more players")
+    match.add_argument("--human", action="store_true",
+                       help="play the match yourself: you host it in a window (keyboard and mouse) at the game's "
+                            "own speed, and --model and every --opponent join it; needs a display")
     match.add_argument("--bots", type=int, default=argparse.SUPPRESS,
                        help="bots the host adds to each match (default 0)")
     match.add_argument("--match-minutes", type=float, default=argparse.SUPPRESS,
@@ -64,23 +74,41 @@ def play_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.export is None and args.out is None:
         parser.error("--out is required (or --export DIR)")
+    args.episodes = getattr(args, "episodes", 1 if args.human else 3)
     if args.episodes <= 0:
         parser.error(f"--episodes must be > 0, got {args.episodes}")
     for flag in ("opponent", *MATCH_FLAGS):
         if not hasattr(args, flag):
             setattr(args, flag, None)
-    if args.opponent:
+    check_windows(parser, args)
+    if args.opponent or args.human:
         return match_main(parser, args)
     given = [flag for flag in MATCH_FLAGS if getattr(args, flag) is not None]
     if given:
-        parser.error(f"--{given[0].replace('_', '-')} needs --opponent (it sets up a match)")
+        parser.error(f"--{given[0].replace('_', '-')} needs --opponent or --human (it sets up a match)")
     from doom_a3c.run.playback import main
 
-    return main(args.model, args.out, args.episodes, args.greedy, args.seed, args.video, args.export)
+    return main(args.model, args.out, args.episodes, args.greedy, args.seed, args.video, args.export, args.window)
+
+
+def check_windows(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--window and --human: the flags they go with, and a display to open the window on, before TensorFlow's
+    import or any engine."""
+    for flag, given in (("--window", args.window), ("--human", args.human)):
+        if not given:
+            continue
+        if args.export is not None:
+            parser.error(f"--export writes the acting step: it plays nothing, and takes no {flag}")
+        problem = display_problem()
+        if problem is not None:
+            parser.error(f"{flag}: {problem}")
+    if args.window and args.opponent and not args.human:
+        parser.error("--window shows single-player episodes; to play in a match yourself, add --human")
 
 
 def match_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """play.py --opponent: bad flags and missing checkpoints reported before TensorFlow is imported."""
+    """play.py --opponent or --human: bad flags and missing checkpoints reported before TensorFlow is imported."""
+    args.opponent = args.opponent or []
     if args.export is not None:
         parser.error("--export writes one agent's acting step: it takes no --opponent")
     if args.bots is not None and args.bots < 0:
@@ -93,7 +121,7 @@ def match_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     from doom_a3c.run.match import main
 
     return main(args.model, args.opponent, args.out, args.episodes, args.bots or 0, args.match_minutes, args.scenario,
-                args.greedy, args.seed, args.video)
+                args.greedy, args.seed, args.video, person=args.human)
 
 
 def train_command() -> None:

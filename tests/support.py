@@ -302,6 +302,26 @@ def strict_json(text):
     return json.loads(text, parse_constant=refuse)
 
 
+def save_checkpoint(model_dir, **given) -> str:
+    """An untrained checkpoint of `given`'s scenario (cig unless said), as train.py would save it."""
+    import keras
+    import tensorflow as tf
+
+    from doom_a3c.algo.model.actor_critic import build_actor_critic
+    from doom_a3c.run.resolve import resolve_new_run
+    from doom_a3c.runtime.checkpoint import Checkpointer, RunCounters
+
+    config = resolve_new_run({"scenario": "cig", "lstm_size": 16, "hidden_size": 32, "model_dir": str(model_dir),
+                              **given})
+    shape = (config.frame_size, getattr(config, "frame_width", 0) or config.frame_size, 3 if config.color else 1)
+    net = build_actor_critic(config, len(config.actions), shape, name="global")
+    optimizer = keras.optimizers.Adam(1e-3)
+    optimizer.build(net.trainable_variables)
+    counters = RunCounters(config, len(config.actions))
+    Checkpointer(str(model_dir), tf.train.Checkpoint(model=net, optimizer=optimizer, run=counters), counters).save()
+    return os.path.join(str(model_dir), "last.ckpt")
+
+
 # ---- an agent's first decision, what an exported or reloaded policy must reproduce ----------------------------
 def first_observation_and_policy(agent):
     """A fresh game's first observation and the agent's policy on it, from a reset state: what an exported

@@ -17,11 +17,15 @@ if TYPE_CHECKING:
     from doom_a3c.envs.doom.self_play import OpponentPolicy
 
 
-def make_environment(config: TrainConfig, seed: int, opponents: OpponentPolicy | None = None) -> Environment:
+def make_environment(config: TrainConfig, seed: int, opponents: OpponentPolicy | None = None,
+                     window: str | None = None, real_time: bool = False) -> Environment:
     """One game of the resolved config's environment, whichever of the kinds it is, as the network sees it: every
     game of a run (workers' and their child processes', the evaluator's, play.py's, make_env's) is made here, so
     that --frame-stack stacks its frames alike everywhere. With `opponents` (a --self-play worker's game slot) the
-    game is a self-play match against them; without, the map's own game (the evaluator's, play.py's)."""
+    game is a self-play match against them; without, the map's own game (the evaluator's, play.py's). `window`:
+    "agent" shows the game in a window as the agent plays it, at the game's own speed (play.py --window);
+    "person" (ViZDoom) gives a person at that window the keyboard and mouse instead (play.py --human);
+    `real_time` (ViZDoom): no window, but the engine keeps the game's clock, as every engine of a person's match."""
     if config.env_kind == "doom" and opponents is not None:
         from doom_a3c.envs.doom.self_play import SelfPlayGame
 
@@ -29,11 +33,11 @@ def make_environment(config: TrainConfig, seed: int, opponents: OpponentPolicy |
     elif config.env_kind == "doom":
         from doom_a3c.envs.doom.game import DoomEnvironment
 
-        game = DoomEnvironment(config, seed)
+        game = DoomEnvironment(config, seed, window, real_time)
     else:
         from doom_a3c.envs.gym.factory import make_gym_environment
 
-        game = make_gym_environment(config, seed)
+        game = make_gym_environment(config, seed, window is not None)
     return stack_frames(game, config.frame_stack or 1)
 
 

@@ -2,8 +2,10 @@
 for a user's own tools: wrappers, `RecordVideo`, their evaluation code, another library.
 
 It wraps the one environment interface of doom_a3c/envs/interface.py: `reset(seed, options) -> (observation, info)`,
-`step(action) -> (observation, reward, terminated, truncated, info)`, `render()` as `rgb_array`. The reward is the
-game's own score. What training treats otherwise is said in `info`, and the `Agent` of doom_a3c/run/agent.py reads it:
+`step(action) -> (observation, reward, terminated, truncated, info)`, `render()` as `rgb_array`; or `human`, the
+game in a window as it plays, at its own speed (ViZDoom's engine window, ale-py's, gymnasium's HumanRendering). The
+reward is the game's own score. What training treats otherwise is said in `info`, and the `Agent` of
+doom_a3c/run/agent.py reads it:
 
 * `info["life_lost"]` (Atari): a lost life ended the episode for learning only. The game goes on (the episode
   terminates at the real game end), and the agent forgets its LSTM state there, as it did in training.
@@ -25,6 +27,7 @@ import numpy as np
 from gymnasium import spaces
 
 from doom_a3c.config import TrainConfig
+from doom_a3c.envs.display import show_windows
 from doom_a3c.envs.factory import make_environment
 from doom_a3c.envs.interface import Environment, observation_dtype
 
@@ -65,14 +68,17 @@ def observation_space(game: Environment, observation: np.ndarray) -> spaces.Spac
 class GameEnv(gym.Env):
     """One game of a resolved config as a gymnasium env. `game` is doom_a3c's own environment underneath."""
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 30}
 
     def __init__(self, config: TrainConfig, seed: int = 0, render_mode: str | None = "rgb_array"):
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be 'rgb_array' or None, got {render_mode!r}")
+        if render_mode not in (None, "rgb_array", "human"):
+            raise ValueError(f"render_mode must be 'rgb_array', 'human' or None, got {render_mode!r}")
         self.config = config
         self.render_mode = render_mode
-        self.game: Environment = make_environment(config, seed=seed)
+        if render_mode == "human":
+            show_windows()
+        self.game: Environment = make_environment(config, seed=seed,
+                                                  window="agent" if render_mode == "human" else None)
         try:
             first = self.game.reset()  # the only sure source of the observation's shape and fields
         except BaseException:
@@ -101,8 +107,9 @@ class GameEnv(gym.Env):
         return gym_observation(step.observation), step.reward, bool(terminated), bool(step.truncated), info
 
     def render(self) -> np.ndarray | None:
-        """The screen a person sees, in colour at full resolution, [H, W, 3] uint8 (None with render_mode None)."""
-        if self.render_mode is None:
+        """The screen a person sees, in colour at full resolution, [H, W, 3] uint8 (None with render_mode None, and
+        with `human`, whose window shows it already; `game.screen()` has it then)."""
+        if self.render_mode != "rgb_array":
             return None
         return np.array(self.game.screen())
 

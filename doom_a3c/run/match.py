@@ -6,6 +6,12 @@ the engines started one at a time, every player playing on its own in its seat's
 watches them (an engine that exited, a step not returned within `step_timeout`), and a failure that kills every
 engine of the match, recorded as not finished with one line on stderr. Engines start through the engine leash
 (envs/engine.py), so none outlives play.py.
+
+With `person` (play.py --human) a person hosts the match at the keyboard and mouse of a visible window (ViZDoom's
+ASYNC_SPECTATOR host, its engine keeping the game's own 35 tics a second) and every checkpoint joins as a player of
+its own, its engine hidden and on the same clock (ASYNC_PLAYER: an engine that waited for its player's steps would
+hold the host's start, which waits for the others' tics, until the start timed out). The person's seat is watched like any other; its engine exiting (the window closed) or Ctrl-C ends the
+match, every engine reaped, the scores so far recorded.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import numpy as np
 
 from doom_a3c.algo.rollout import MAX_RECORDED_FRAMES
 from doom_a3c.config import TrainConfig
+from doom_a3c.envs.display import display_problem, show_windows
 from doom_a3c.envs.doom.action_sets import missing_buttons
 from doom_a3c.envs.doom.game import locate_cfg
 from doom_a3c.envs.doom.match_lifecycle import START_TIMEOUT_SECONDS, MatchLost, seat_seeds, start_match
@@ -38,6 +45,8 @@ from doom_a3c.runtime.checkpoint import read_checkpoint, resolve_prefix
 from doom_a3c.runtime.files import atomic_write_text, ensure_writable_dir
 
 STEP_TIMEOUT_SECONDS = 30.0  # a player whose step has not returned by then has stalled the match
+PERSON_RESOLUTION = "RES_640X480"  # the person's window (the agents see theirs at their own resolution)
+PERSON = "you"  # how the person is named in the lines printed and in failures
 
 
 class PlayerTally:
@@ -66,13 +75,25 @@ def play_seat(game: Environment, observation: np.ndarray, agent: Agent, tally: P
             tally.frames.append(np.array(game.screen()))
 
 
+def play_person(game: Environment, tally: PlayerTally) -> None:
+    """The person's seat, in its thread: the game's tics let pass (the person's keys and mouse play them) until it
+    is over, the person's scores kept as they change."""
+    while True:
+        step = game.step(0)
+        tally.steps, tally.heartbeat = tally.steps + 1, time.monotonic()
+        tally.scores = game.scores()
+        if step.game_over:
+            return
+
+
 class MatchResult(NamedTuple):
     finished: bool
     error: str | None
     port: int
-    steps: int  # the first player's agent steps
-    players: list[dict[str, Any]]  # per player: name, checkpoint, frags, deaths, place (None where unknown)
+    steps: int  # the first agent's steps
+    players: list[dict[str, Any]]  # per player: name, checkpoint, person, frags, deaths, place (None where unknown)
     videos: list[str]
+    stopped: bool = False  # ended by the person: the window closed, or Ctrl-C
 
 
 def places(frags: list[int | None]) -> list[int | None]:
@@ -127,43 +148,73 @@ def seat_config(config: TrainConfig, map_config: TrainConfig, seat: Seat, bots: 
                                bots=bots if seat.index == 0 else 0)
 
 
+def person_config(map_config: TrainConfig) -> TrainConfig:
+    """The person's seat: the match's map and rules, rendered at PERSON_RESOLUTION for the window; no labels
+    buffer (--enemy-coef's, for learning only)."""
+    return dataclasses.replace(map_config, screen_resolution=PERSON_RESOLUTION, enemy_coef=0.0)
+
+
 def play_match(agents: list[Agent], map_config: TrainConfig, minutes: float, bots: int, seed: int, index: int = 0,
                step_timeout: float = STEP_TIMEOUT_SECONDS, start_timeout: float = START_TIMEOUT_SECONDS,
-               on_start=None, on_retry=None) -> tuple[MatchResult, list[np.ndarray]]:
-    """The `index`-th match from `seed` of `agents` (the first hosts and is recorded), on a fresh port; its result
-    and the first player's screens. `on_retry(failure)` before a failed start's second try; `on_start(port)` once
-    the players play (tests stop an engine there)."""
+               on_start=None, on_retry=None, person: bool = False) -> tuple[MatchResult, list[np.ndarray]]:
+    """The `index`-th match from `seed` of `agents` (the first hosts, or with `person` the person hosts in a
+    window and the agents join), on a fresh port; its result and the first agent's screens. `on_retry(failure)`
+    before a failed start's second try; `on_start(port)` once the players play (tests stop an engine or send keys
+    there). Ctrl-C ends the match as a failure does, recorded as stopped."""
+    seats: list[Agent | None] = ([None] if person else []) + list(agents)  # None: the person
+    first_agent = 1 if person else 0
+
     def name(seat: int) -> str:
-        return f"player {player_name(seat)} ({agents[seat].checkpoint})"
+        player = seats[seat]
+        return f"{PERSON} ({player_name(seat)})" if player is None else \
+            f"player {player_name(seat)} ({player.checkpoint})"
 
     def makers(port: int) -> list:
-        seeds = seat_seeds(seed, index, len(agents))
-        return [functools.partial(make_environment, seat_config(agent.config, map_config,
-                                                                 Seat(i, len(agents), port, minutes), bots), seeds[i])
-                for i, agent in enumerate(agents)]
+        seeds = seat_seeds(seed, index, len(seats))
+        return [functools.partial(make_environment, seat_config(person_config(map_config) if player is None
+                                                                 else player.config, map_config,
+                                                                 Seat(i, len(seats), port, minutes), bots),
+                                  seeds[i], **({"window": "person"} if player is None else
+                                               {"real_time": True} if person else {}))
+                for i, player in enumerate(seats)]
 
-    tallies = [PlayerTally() for _ in agents]
+    tallies = [PlayerTally() for _ in seats]
     try:
-        match = start_match(len(agents), makers, name, start_timeout=start_timeout, on_retry=on_retry)
+        match = start_match(len(seats), makers, name, start_timeout=start_timeout, on_retry=on_retry)
     except MatchLost as lost:
-        return match_result(agents, tallies, str(lost), lost.port), []
-    plays = {seat: match.play(seat, functools.partial(play_seat, match.games[seat], match.observations[seat], agent,
-                                                      tallies[seat], seat == 0))
-             for seat, agent in enumerate(agents)}
-    if on_start is not None:
-        on_start(match.port)
-    match.watch(plays, lambda: {seat: tallies[seat].heartbeat for seat, play in plays.items() if not play.done()},
-                step_timeout)
-    match.end()
-    return match_result(agents, tallies, match.failure, match.port), tallies[0].frames
+        return match_result(seats, tallies, str(lost), lost.port), []
+    plays = {seat: match.play(seat, functools.partial(play_person, match.games[seat], tallies[seat])
+                              if player is None else
+                              functools.partial(play_seat, match.games[seat], match.observations[seat], player,
+                                                tallies[seat], seat == first_agent))
+             for seat, player in enumerate(seats)}
+    stopped = False
+    try:
+        if on_start is not None:
+            on_start(match.port)
+        match.watch(plays, lambda: {seat: tallies[seat].heartbeat for seat, play in plays.items() if not play.done()},
+                    step_timeout)
+    except KeyboardInterrupt:
+        match.fail("stopped by Ctrl-C")
+        stopped = True
+    finally:
+        match.end()
+    error = match.failure
+    if person and match.exited_seat == 0:  # the person's engine exits when its window is closed
+        error, stopped = f"{PERSON} closed the window", True
+    return match_result(seats, tallies, error, match.port, stopped), tallies[first_agent].frames
 
 
-def match_result(agents: list[Agent], tallies: list[PlayerTally], error: str | None, port: int) -> MatchResult:
+def match_result(seats: list[Agent | None], tallies: list[PlayerTally], error: str | None, port: int,
+                 stopped: bool = False) -> MatchResult:
+    """A match's result from its players' tallies (`seats`: each seat's agent, None for the person)."""
     frags = [t.scores["frags"] if t.scores else None for t in tallies]
-    players = [{"name": player_name(i), "checkpoint": agent.checkpoint, "frags": frag,
-                "deaths": t.scores["deaths"] if t.scores else None, "place": place}
-               for i, (agent, t, frag, place) in enumerate(zip(agents, tallies, frags, places(frags)))]
-    return MatchResult(error is None, error, port, tallies[0].steps, players, [])
+    players = [{"name": player_name(i), "checkpoint": None if player is None else player.checkpoint,
+                "person": player is None, "frags": frag, "deaths": t.scores["deaths"] if t.scores else None,
+                "place": place}
+               for i, (player, t, frag, place) in enumerate(zip(seats, tallies, frags, places(frags)))]
+    first_agent = next(i for i, player in enumerate(seats) if player is not None)
+    return MatchResult(error is None, error, port, tallies[first_agent].steps, players, [], stopped)
 
 
 def warn_of_retry(number: int, lost: MatchLost) -> None:
@@ -174,11 +225,15 @@ def warn_of_retry(number: int, lost: MatchLost) -> None:
 
 def play_matches(model: str, opponents: list[str], out: str, matches: int = 1, bots: int = 0,
                  minutes: float | None = None, scenario: str | None = None, greedy: bool = False, seed: int = 0,
-                 video: str = "gif", step_timeout: float = STEP_TIMEOUT_SECONDS) -> list[MatchResult]:
+                 video: str = "gif", step_timeout: float = STEP_TIMEOUT_SECONDS,
+                 person: bool = False) -> list[MatchResult]:
     """`matches` matches of `model` against `opponents` (and `bots` bots), each `minutes` long (default: the map's
-    +timelimit); videos from the model's view and results.json in `out`. A match whose start fails starts again
-    once, with a warning; one that fails after it, or twice at its start, is recorded as not finished and the next
-    one starts on fresh engines."""
+    +timelimit); videos from the model's view and results.json in `out`. With `person`, a person hosts each match
+    in a window and `model` and `opponents` join it; a match the person ends (the window closed, Ctrl-C) is the
+    last. A match whose start fails starts again once, with a warning; one that fails after it, or twice at its
+    start, is recorded as not finished and the next one starts on fresh engines."""
+    if person and (problem := display_problem()) is not None:
+        raise ConfigError(f"--human: {problem}")
     if video not in VIDEO_FORMATS:
         raise ConfigError(f"--video must be one of {', '.join(VIDEO_FORMATS)}, got {video!r}")
     if bots < 0:
@@ -191,20 +246,24 @@ def play_matches(model: str, opponents: list[str], out: str, matches: int = 1, b
     minutes = minutes or time_limit(map_config.game_args) or DEFAULT_MATCH_MINUTES
     ensure_writable_dir(out, "--out")
     quiet_engines()
+    if person:
+        show_windows()
     agents = [load_agent(prefix, greedy, seed + i) for i, (prefix, _) in enumerate(checked)]
     seconds_per_frame = agents[0].config.frame_skip / 35.0
     summaries = []
     for index in range(matches):
         result, frames = play_match(agents, map_config, minutes, bots, seed + PLAY_SEED_OFFSET, index, step_timeout,
-                                    on_retry=functools.partial(warn_of_retry, index + 1))
-        if result.error is not None:
+                                    on_retry=functools.partial(warn_of_retry, index + 1), person=person)
+        if result.error is not None and not result.stopped:
             print(f"error: match {index + 1} ended early, its engines killed: {result.error}", file=sys.stderr,
                   flush=True)
         videos = write_video(os.path.join(out, f"match_{index + 1:03d}"), frames, seconds_per_frame, video) \
             if len(frames) > 1 else []
         summaries.append(result._replace(videos=videos))
+        if result.stopped:
+            break
     results = {
-        "scenario": map_config.scenario_path, "minutes": minutes, "bots": bots, "greedy": greedy,
+        "scenario": map_config.scenario_path, "minutes": minutes, "bots": bots, "greedy": greedy, "person": person,
         "matches": [{"match": i + 1, **s._asdict()} for i, s in enumerate(summaries)],
     }
     atomic_write_text(os.path.join(out, "results.json"), json.dumps(results, indent=2) + "\n")
@@ -212,13 +271,17 @@ def play_matches(model: str, opponents: list[str], out: str, matches: int = 1, b
 
 
 def main(model: str, opponents: list[str], out: str, matches: int, bots: int, minutes: float | None,
-         scenario: str | None, greedy: bool, seed: int, video: str) -> int:
-    """play.py --opponent: 0 when every match finished, 1 when one ended early, 2 for bad input."""
+         scenario: str | None, greedy: bool, seed: int, video: str, person: bool = False) -> int:
+    """play.py --opponent, or --human: 0 when every match finished (or the person ended it), 1 when one ended
+    early, 2 for bad input."""
     try:
-        summaries = play_matches(model, opponents, out, matches, bots, minutes, scenario, greedy, seed, video)
+        summaries = play_matches(model, opponents, out, matches, bots, minutes, scenario, greedy, seed, video,
+                                 person=person)
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if person:
+        return report_person_matches(summaries, out)
     for index, summary in enumerate(summaries, 1):
         scores = ", ".join(f"{p['name']} {p['frags']} frags {p['deaths']} deaths" for p in summary.players)
         state = "" if summary.finished else " (ended early)"
@@ -226,3 +289,18 @@ def main(model: str, opponents: list[str], out: str, matches: int, bots: int, mi
         print(f"match {index}{state}: {scores}{videos}")
     print(f"results in {os.path.join(out, 'results.json')}")
     return 0 if all(s.finished for s in summaries) else 1
+
+
+def report_person_matches(summaries: list[MatchResult], out: str) -> int:
+    """play.py --human's report: a line per match, then one per player (frags, deaths, place)."""
+    for index, summary in enumerate(summaries, 1):
+        state = "played to its time limit" if summary.finished else summary.error if summary.stopped else \
+            "ended early"
+        videos = f" (the first agent's view: {', '.join(summary.videos)})" if summary.videos else ""
+        print(f"match {index}, {state}{videos}")
+        for player in summary.players:
+            who = f"{PERSON} ({player['name']})" if player["person"] else f"{player['name']} ({player['checkpoint']})"
+            print(f"  {who}: {player['frags']} frags, {player['deaths']} deaths, place {player['place']} of "
+                  f"{len(summary.players)}")
+    print(f"results in {os.path.join(out, 'results.json')}")
+    return 0 if all(s.finished or s.stopped for s in summaries) else 1

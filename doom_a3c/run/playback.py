@@ -1,17 +1,20 @@
 """play.py's episodes: a trained checkpoint's agent (doom_a3c/run/agent.py) plays them greedily or sampling,
-with videos and a results.json summary of the game's own scores.
+with videos and a results.json summary of the game's own scores; with `window`, shown in a window as they play, at
+the game's own speed (ViZDoom's 35 tics a second).
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
 from typing import NamedTuple
 
 import numpy as np
 
+from doom_a3c.envs.display import display_problem
 from doom_a3c.envs.gymnasium_env import GameEnv
-from doom_a3c.errors import CheckpointError, ConfigError
+from doom_a3c.errors import CheckpointError, ConfigError, one_line
 from doom_a3c.run.agent import Agent, load_agent
 from doom_a3c.run.recording import VIDEO_FORMATS, write_video
 from doom_a3c.runtime.checkpoint import resolve_prefix
@@ -25,6 +28,8 @@ class EpisodeSummary(NamedTuple):
     videos: list[str]
     frames: int  # video frames: every game tic for ViZDoom, one per step otherwise
     match: dict | None = None  # a deathmatch: frags, deaths, frags_per_minute, place, players; None otherwise
+    seconds: float = 0.0  # wall-clock time the episode took (a window's: the game's own speed)
+    tics: int | None = None  # ViZDoom: the game's clock at its end, its start's tics included (the window's pace)
 
 
 def play_episode(agent: Agent, env: GameEnv) -> tuple[float, int, list[np.ndarray], dict | None]:
@@ -35,7 +40,7 @@ def play_episode(agent: Agent, env: GameEnv) -> tuple[float, int, list[np.ndarra
     if tic_by_tic:
         env.game.record_tics = True
     observation, info = env.reset()
-    frames = [env.render()]
+    frames = [np.array(env.game.screen())]
     total, length, game_over = 0.0, 0, False
     while not game_over:
         observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
@@ -43,7 +48,7 @@ def play_episode(agent: Agent, env: GameEnv) -> tuple[float, int, list[np.ndarra
         if tic_by_tic:
             frames.extend(env.game.tic_screens)
         elif not game_over:
-            frames.append(env.render())
+            frames.append(np.array(env.game.screen()))
     return total, length, frames, info.get("match")
 
 
@@ -55,38 +60,68 @@ def seconds_per_frame(env: GameEnv) -> float:
     return env.game.seconds_per_step
 
 
+class WindowClosed(Exception):
+    """The game's window was closed (its engine exited) or Ctrl-C pressed while a window showed the episodes."""
+
+
 def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: int = 0,
-         video: str = "gif") -> list[EpisodeSummary]:
-    """Play `episodes` games of a checkpoint; videos (`video`: gif, mp4 or both) and results.json in `out`."""
+         video: str = "gif", window: bool = False) -> list[EpisodeSummary]:
+    """Play `episodes` games of a checkpoint; videos (`video`: gif, mp4 or both) and results.json in `out`. With
+    `window`, each game is shown in a window as it plays, at the game's own speed; closing the window (or Ctrl-C)
+    stops the episodes, the finished ones written as usual, and raises WindowClosed."""
     if video not in VIDEO_FORMATS:
         raise ConfigError(f"--video must be one of {', '.join(VIDEO_FORMATS)}, got {video!r}")
+    if window and (problem := display_problem()) is not None:
+        raise ConfigError(f"--window: {problem}")
     prefix = resolve_prefix(model)
     ensure_writable_dir(out, "--out")
     agent = load_agent(prefix, greedy, seed)
-    env = agent.make_env()
-    summaries = []
+    env = agent.make_env(render_mode="human" if window else "rgb_array")
+    if window:  # the first act builds the compiled step: not while the game's own clock runs
+        agent.policy(env.observation_space.sample())
+        agent.reset()
+    summaries, stopped = [], None
     try:
         for index in range(episodes):
-            total, length, frames, match = play_episode(agent, env)
+            started = time.monotonic()
+            try:
+                total, length, frames, match = play_episode(agent, env)
+            except KeyboardInterrupt:
+                if not window:
+                    raise
+                stopped = "stopped by Ctrl-C"
+                break
+            except Exception as error:  # noqa: BLE001 - a window's engine exits when its window is closed
+                if not window or type(error).__name__ != "ViZDoomUnexpectedExitException":
+                    raise
+                stopped = f"the window was closed ({one_line(error)})"
+                break
+            seconds = time.monotonic() - started
+            tics = env.game.episode_tics() if hasattr(env.game, "episode_tics") else None
             paths = write_video(os.path.join(out, f"episode_{index + 1:03d}"), frames, seconds_per_frame(env), video)
-            summaries.append(EpisodeSummary(total, length, paths[0], paths, len(frames), match))
+            summaries.append(EpisodeSummary(total, length, paths[0], paths, len(frames), match, seconds, tics))
     finally:
         env.close()
     rewards = [s.reward for s in summaries]
     results = {
         "checkpoint": agent.checkpoint, "scenario": agent.config.scenario,
-        "trained_env_steps": agent.trained_env_steps, "greedy": greedy,
+        "trained_env_steps": agent.trained_env_steps, "greedy": greedy, "window": window,
         "episodes": [s._asdict() for s in summaries],
-        "mean_reward": float(np.mean(rewards)), "std_reward": float(np.std(rewards)),
-        "mean_length": float(np.mean([s.length for s in summaries])),
+        "mean_reward": float(np.mean(rewards)) if rewards else None,
+        "std_reward": float(np.std(rewards)) if rewards else None,
+        "mean_length": float(np.mean([s.length for s in summaries])) if rewards else None,
     }
     atomic_write_text(os.path.join(out, "results.json"), json.dumps(results, indent=2) + "\n")
+    if stopped is not None:
+        raise WindowClosed(f"{stopped} after {len(summaries)} of {episodes} episodes; they are in "
+                           f"{os.path.join(out, 'results.json')}")
     return summaries
 
 
 def main(model: str, out: str, episodes: int, greedy: bool, seed: int, video: str = "gif",
-         export: str | None = None) -> int:
-    """play.py: play and record, or with `export` write the acting step as a SavedModel (and TFLite)."""
+         export: str | None = None, window: bool = False) -> int:
+    """play.py: play and record (with `window`, shown as they play), or with `export` write the acting step as a
+    SavedModel (and TFLite). 0, or 1 when the window was closed before the last episode, 2 for bad input."""
     try:
         if export is not None:
             from doom_a3c.run.export import export_policy
@@ -95,16 +130,20 @@ def main(model: str, out: str, episodes: int, greedy: bool, seed: int, video: st
             print(f"SavedModel of the acting step in {exported.saved_model}")
             print(f"TFLite: {exported.tflite}" if exported.tflite else f"TFLite: not written ({exported.tflite_error})")
             return 0
-        summaries = play(model, out, episodes, greedy, seed, video)
+        summaries = play(model, out, episodes, greedy, seed, video, window)
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except WindowClosed as closed:
+        print(f"stopped: {closed}", file=sys.stderr)
+        return 1
     rewards = np.array([s.reward for s in summaries])
     for i, s in enumerate(summaries, 1):
         match = "" if s.match is None else (f" ({s.match['frags']:g} frags, {s.match['deaths']:g} deaths, "
                                             f"{s.match['frags_per_minute']:.2f} frags/min, place "
                                             f"{s.match['place']:g} of {s.match['players']:g})")
-        print(f"episode {i}: reward {s.reward:.1f}{match}, {s.length} steps -> {', '.join(s.videos)}")
+        print(f"episode {i}: reward {s.reward:.1f}{match}, {s.length} steps in {s.seconds:.1f} s -> "
+              f"{', '.join(s.videos)}")
     print(f"mean reward {rewards.mean():.1f} +- {rewards.std():.1f} over {len(rewards)} episodes; "
           f"results in {os.path.join(out, 'results.json')}")
     return 0

@@ -22,7 +22,8 @@ from doom_a3c.envs.engine import vizdoom_instance_id
 from doom_a3c.errors import ConfigError
 from doom_a3c.run import match
 from doom_a3c.run.match import check_buttons, places
-from support import REPO_ROOT, assert_one_line_error, descendants, run_in_process, running, wait_for
+from support import (REPO_ROOT, assert_one_line_error, descendants, run_in_process, running, save_checkpoint,
+                     wait_for)
 
 CIG_ARGS = ("-host 1 -deathmatch +timelimit 10.0 +sv_forcerespawn 1 +sv_noautoaim 1 +sv_respawnprotect 1 "
             "+sv_spawnfarthest 1 +sv_nocrouch 1 +viz_respawn_delay 0")
@@ -118,26 +119,6 @@ def test_bad_match_flags_are_one_line_and_exit_2(tmp_path, capsys, flags, needle
 
 
 # ---- real engines ---------------------------------------------------------------------------------------------------
-def save_checkpoint(model_dir, **given) -> str:
-    """An untrained checkpoint of `given`'s scenario (cig unless said), as train.py would save it."""
-    import keras
-    import tensorflow as tf
-
-    from doom_a3c.algo.model.actor_critic import build_actor_critic
-    from doom_a3c.run.resolve import resolve_new_run
-    from doom_a3c.runtime.checkpoint import Checkpointer, RunCounters
-
-    config = resolve_new_run({"scenario": "cig", "lstm_size": 16, "hidden_size": 32, "model_dir": str(model_dir),
-                              **given})
-    shape = (config.frame_size, config.frame_size, 3 if config.color else 1)
-    net = build_actor_critic(config, len(config.actions), shape, name="global")
-    optimizer = keras.optimizers.Adam(1e-3)
-    optimizer.build(net.trainable_variables)
-    counters = RunCounters(config, len(config.actions))
-    Checkpointer(str(model_dir), tf.train.Checkpoint(model=net, optimizer=optimizer, run=counters), counters).save()
-    return os.path.join(str(model_dir), "last.ckpt")
-
-
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """Two cig checkpoints that see differently (84 and 42 pixels) and a single-player basic one."""

@@ -16,6 +16,7 @@ from doom_a3c.envs.interface import ENEMY, Step, observation_dtype, preprocess_f
 from doom_a3c.errors import ConfigError
 
 DOOM_TICS_PER_SECOND = 35
+WINDOWS = ("agent", "person")  # shown as the agent plays it; played by a person at the keyboard and mouse
 MAX_PLAYERS = 16  # PLAYER1_FRAGCOUNT ... PLAYER16_FRAGCOUNT
 
 
@@ -57,10 +58,21 @@ class DoomEnvironment:
 
     Kept instead of ViZDoom's own gymnasium env: on basic with random actions, preprocessing included, 2,426 env
     steps/s and 0.40 ms CPU a step against its 827 and 1.16 ms (it renders the .cfg's 320x240 and wraps every
-    step in dicts); benchmarks/tools/env_libraries.py, 20 s each, on a quiet 2-core machine."""
+    step in dicts); benchmarks/tools/env_libraries.py, 20 s each, on a quiet 2-core machine.
 
-    def __init__(self, config: TrainConfig, seed: int = 0):
+    `window` "agent": the engine's own window shows the game and the engine keeps its own clock, 35 tics a second
+    (ViZDoom's ASYNC_PLAYER), the agent's action held for its frame skip as in training. "person": the window
+    takes a person's keyboard and mouse (ASYNC_SPECTATOR) and step() only lets `frame_skip` tics pass, its action
+    ignored. None (training, videos): no window, the engine waits for each step, unless `real_time` (an agent
+    in a person's match, hidden): the engine keeps its own clock too. A network game's engines must then all keep
+    it: an engine on the clock waits for the others' tics, and one that waits for its player's steps makes none
+    while its player waits for the match to start."""
+
+    def __init__(self, config: TrainConfig, seed: int = 0, window: str | None = None, real_time: bool = False):
         import vizdoom as vzd
+
+        if window not in (None, *WINDOWS):
+            raise ConfigError(f"window must be one of {', '.join(WINDOWS)} or None, got {window!r}")
 
         self._vzd = vzd
         cfg_path = locate_cfg(config.scenario_path)
@@ -71,8 +83,10 @@ class DoomEnvironment:
             raise ConfigError(f"cannot load scenario config {cfg_path}: {error}") from error
         self._game.set_screen_resolution(getattr(vzd.ScreenResolution, config.screen_resolution))
         self._game.set_screen_format(vzd.ScreenFormat.RGB24)
-        self._game.set_window_visible(False)
-        self._game.set_mode(vzd.Mode.PLAYER)
+        self._game.set_window_visible(window is not None)
+        self._game.set_mode({None: vzd.Mode.ASYNC_PLAYER if real_time else vzd.Mode.PLAYER,
+                             "agent": vzd.Mode.ASYNC_PLAYER, "person": vzd.Mode.ASYNC_SPECTATOR}[window])
+        self._person = window == "person"
         self._game.set_seed(seed % (2**31))
         if config.game_args:
             self._game.add_game_args(config.game_args)
@@ -170,6 +184,7 @@ class DoomEnvironment:
         # videos that show each tic (play.py); the game, rewards and observations are the same either way.
         self.record_tics = False
         self.tic_screens: list[np.ndarray] = []
+        self._tics_seen = 0  # with record_tics: the episode's tics by the engine's clock, as last seen
 
     def _variables(self, variables: list) -> np.ndarray:
         return np.array([self._game.get_game_variable(v) for v in variables])
@@ -238,7 +253,7 @@ class DoomEnvironment:
         self._frags = self._game.get_game_variable(self._vzd.GameVariable.FRAGCOUNT) if self._counts_frags else 0.0
         if self._counts_deaths:  # DEATHCOUNT goes on from the last match's
             self._deaths = self._deaths_at_start = self._game.get_game_variable(self._deaths_variable)
-        self._match_tics = 0
+        self._match_tics = self._tics_seen = 0
         self._restart_shaping()
         return self._observe()
 
@@ -279,6 +294,7 @@ class DoomEnvironment:
                 reward += self._game.get_last_reward()
                 if self._game.is_episode_finished() or self._game.is_player_dead():
                     return reward
+                self._tics_seen = self._game.get_episode_time()
                 self.tic_screens.append(self._game.get_state().screen_buffer.copy())
         return reward
 
@@ -305,7 +321,10 @@ class DoomEnvironment:
         return engine_reward + self._frag_reward * gained, 0.0
 
     def step(self, action: int) -> Step:
-        if self.record_tics:
+        if self._person:  # the person's input, read by the engine tic by tic
+            self._game.advance_action(self._frame_skip)
+            engine_reward = self._game.get_last_reward()
+        elif self.record_tics:
             engine_reward = self._advance_tic_by_tic(self._inputs[action])
         else:
             engine_reward = self._advance(self._inputs[action])
@@ -339,6 +358,12 @@ class DoomEnvironment:
             raise ConfigError("scores() needs a multiplayer game (game_args with -host, -join or -deathmatch)")
         frags, deaths = self._tally()
         return {"frags": int(frags), "deaths": int(deaths)}
+
+    def episode_tics(self) -> int:
+        """With `record_tics`: the engine's clock (game tics) at the episode's last tic seen, the tics of the map's
+        start before its first state included (14 on basic.wad): in a window, also the tics its player was too late
+        to see. (The engine reads 0 once a map's exit has ended the episode.)"""
+        return self._tics_seen
 
     def screen(self) -> np.ndarray:
         """The last rendered frame at full resolution, RGB."""

@@ -114,6 +114,7 @@ class Match:
         self.engines = MatchEngines(self.port, seats)
         self.over = threading.Event()  # the match is over (its end, a failure, or its player's say): no failure counts
         self.failure: str | None = None  # what ended the match early, the first thing found
+        self.exited_seat: int | None = None  # the seat whose engine's exit ended the match (a closed window's)
         self.games: list[Environment] = []  # by seat, once started
         self.observations: list[np.ndarray] = []  # each seat's first observation
         self._threads = [CallThread(f"match {player_name(seat)} {self.port}") for seat in range(seats)]
@@ -220,6 +221,7 @@ class Match:
         finished = self.finished()
         exited = [seat for seat in self.engines.exited() if seat not in finished]
         if exited:
+            self.exited_seat = exited[0]
             return f"{self.name(exited[0])} failed: its engine exited"
         late = [seat for seat, since in sorted(waiting.items()) if now - since > bound]
         if not late:

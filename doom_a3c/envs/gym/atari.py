@@ -60,7 +60,7 @@ class AtariEnvironment(SeededOnce):
 
     def __init__(self, env_id: str, seed: int, frame_skip: int = 4, noop_max: int = 30,
                  life_loss_terminal: bool = True, frame_size: int = ATARI_FRAME_SIZE,
-                 vector_env_rules: bool = False):
+                 vector_env_rules: bool = False, window: bool = False):
         spec = registered_spec(env_id)
         if spec.entry_point != ATARI_ENTRY_POINT:
             raise ConfigError(f"{env_id} is not an Atari (ale-py) game; e.g. {', '.join(ATARI_EXAMPLES)}")
@@ -73,7 +73,9 @@ class AtariEnvironment(SeededOnce):
             raise ConfigError(f"noop_max must be >= 0, got {noop_max}")
         # The wrapper reads its grey frames from the ALE itself; the base env's own per-frame observation is
         # thrown away, and grey costs the emulator less than colour (GIFs read the colour screen directly).
-        base = gym_make(env_id, frameskip=1, render_mode="rgb_array", obs_type="grayscale")
+        # With `window`, ale-py's human render mode shows the game (and plays its sound) at the ROM's own frame
+        # rate; screen() reads the colour screen from the ALE either way.
+        base = gym_make(env_id, frameskip=1, render_mode="human" if window else "rgb_array", obs_type="grayscale")
         self.action_names: list[str] = list(base.unwrapped.get_action_meanings())
         if self.action_names[0] != "NOOP":  # Backgammon, VideoCheckers: no action that does nothing
             noop_max = 0  # their random starts come from sticky actions alone

@@ -15,24 +15,25 @@ from doom_a3c.envs.gym.registry import gym_kind, import_env_module
 GymEnvironment = AtariEnvironment | ImageEnvironment | VectorEnvironment
 
 
-def _build(kind: str, env_id: str, seed: int, config: TrainConfig) -> GymEnvironment:
+def _build(kind: str, env_id: str, seed: int, config: TrainConfig, window: bool = False) -> GymEnvironment:
     """One game of `kind` ("atari", "image", "vector"); frame skip and size apply to Atari and image envs,
-    colour and crop to image envs."""
+    colour and crop to image envs; `window`: shown in a window as it plays."""
     if kind == "atari":
         return AtariEnvironment(env_id, seed, frame_skip=config.frame_skip, frame_size=config.frame_size,
-                                vector_env_rules=bool(config.ale_vector))
+                                vector_env_rules=bool(config.ale_vector), window=window)
     if kind == "image":
         return ImageEnvironment(env_id, seed, frame_size=config.frame_size, color=bool(config.color),
-                                crop=tuple(config.crop or (0.0, 0.0, 0.0, 0.0)), frame_skip=config.frame_skip)
-    return VectorEnvironment(env_id, seed)
+                                crop=tuple(config.crop or (0.0, 0.0, 0.0, 0.0)), frame_skip=config.frame_skip,
+                                window=window)
+    return VectorEnvironment(env_id, seed, window=window)
 
 
-def make_gym_environment(config: TrainConfig, seed: int) -> GymEnvironment:
+def make_gym_environment(config: TrainConfig, seed: int, window: bool = False) -> GymEnvironment:
     """The environment a resolved config's gymnasium id names, its --env-module imported first (a game process
-    or Ray worker may not have imported it yet)."""
+    or Ray worker may not have imported it yet); `window`: shown in a window as it plays, at the game's speed."""
     import_env_module(config.env_module)
     kind = config.env_kind if config.env_kind in ("atari", "image", "vector") else gym_kind(config.scenario_path)
-    return _build(kind, config.scenario_path, seed, config)
+    return _build(kind, config.scenario_path, seed, config, window)
 
 
 class GymFacts(NamedTuple):

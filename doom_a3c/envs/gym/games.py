@@ -54,20 +54,30 @@ class _GymGame(SeededOnce):
     """What the non-Atari kinds share: one gymnasium env with a Discrete action space, seeded on its first
     reset only (seeding every reset would replay the same game), each action repeated `frame_skip` times (1:
     the env's own frame skip alone), its rewards summed. The env's own time limit ends the game without a
-    terminal state: game_over and truncated, and learning bootstraps from the last observation's value."""
+    terminal state: game_over and truncated, and learning bootstraps from the last observation's value. With
+    `window` the game is shown as it plays: its rgb_array frames through gymnasium's HumanRendering (a pygame
+    window at the env's render_fps), or, for an env without them, its own human render mode."""
 
     num_actions: int
     action_names: list[str]
     observation_shape: tuple[int, ...]
     seconds_per_step: float
 
-    def __init__(self, env_id: str, seed: int, frame_skip: int = 1):
+    def __init__(self, env_id: str, seed: int, frame_skip: int = 1, window: bool = False):
         if registered_spec(env_id).entry_point == ATARI_ENTRY_POINT:
             raise ConfigError(f"{env_id} is an Atari game; build it with AtariEnvironment")
         if frame_skip < 1:
             raise ConfigError(f"frame skip must be >= 1, got {frame_skip}")
-        self.renders = "rgb_array" in render_modes(env_id)
-        self._env = gym_make(env_id, **({"render_mode": "rgb_array"} if self.renders else {}))
+        modes = render_modes(env_id)
+        self.renders = "rgb_array" in modes
+        if window and not self.renders and "human" not in modes:
+            raise ConfigError(f"{env_id} has neither a human nor an rgb_array render mode: no window can show it")
+        self._env = gym_make(env_id, **({"render_mode": "rgb_array"} if self.renders else
+                                        {"render_mode": "human"} if window else {}))
+        self._frames = self._env  # what screen() renders: the rgb_array env, also under a window
+        if window and self.renders:
+            # gymnasium's human rendering of the rgb_array frames: a pygame window, paced at the env's render_fps.
+            self._env = gym.wrappers.HumanRendering(self._env)
         try:
             check_discrete_actions(env_id, self._env.action_space)
         except ConfigError:
@@ -113,8 +123,8 @@ class VectorEnvironment(_GymGame):
     kind = "vector"
     observation_dtype = np.float32
 
-    def __init__(self, env_id: str, seed: int):
-        super().__init__(env_id, seed)
+    def __init__(self, env_id: str, seed: int, window: bool = False):
+        super().__init__(env_id, seed, window=window)
         observation_space = self._env.observation_space
         try:
             if not (isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 1):
@@ -135,7 +145,7 @@ class VectorEnvironment(_GymGame):
     def screen(self) -> np.ndarray:
         """The env's rendering of its current state at half size ((200, 300, 3) for CartPole), uint8, for GIFs:
         a full-size 500-step GIF took 9 s to encode in the coordinator."""
-        frame = np.asarray(self._env.render(), dtype=np.uint8)
+        frame = np.asarray(self._frames.render(), dtype=np.uint8)
         return cv2.resize(frame, (frame.shape[1] // 2, frame.shape[0] // 2), interpolation=cv2.INTER_AREA)
 
 
@@ -191,8 +201,8 @@ class ImageEnvironment(_GymGame):
     observation_dtype = np.uint8
 
     def __init__(self, env_id: str, seed: int, frame_size: int = ATARI_FRAME_SIZE, color: bool = False,
-                 crop: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0), frame_skip: int = 1):
-        super().__init__(env_id, seed, frame_skip)
+                 crop: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0), frame_skip: int = 1, window: bool = False):
+        super().__init__(env_id, seed, frame_skip, window)
         try:
             self._layout = image_layout(env_id, self._env.observation_space)
         except ConfigError:
@@ -230,7 +240,7 @@ class ImageEnvironment(_GymGame):
 
     def screen(self) -> np.ndarray:
         """The env's rgb_array rendering, else its last image, as [H, W, 3] uint8, for GIFs."""
-        frame = self._env.render() if self.renders else None
+        frame = self._frames.render() if self.renders else None
         if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3):
             frame = self._last_image if self._last_image is not None else np.zeros((*self.observation_shape[:2], 3))
         if frame.ndim == 2:

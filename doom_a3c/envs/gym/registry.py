@@ -34,7 +34,8 @@ from gymnasium import spaces
 from doom_a3c.errors import ConfigError, one_line
 
 # Rendering (CartPole's rgb_array) initialises pygame, whose display and audio set-up print an "error:"
-# line on a machine without a desktop session; no env here opens a window or plays sound.
+# line on a machine without a desktop session. A game shown in a window (play.py --window, --human) takes the video
+# driver back first (doom_a3c/envs/display.py's show_windows).
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
