@@ -417,3 +417,24 @@ def clean_up(proc, pids):
     proc.wait(timeout=30)
     proc.log.close()
     proc.errors.close()
+
+
+def start_play(tmp_path, name, *flags, env=None):
+    """play.py in a session of its own (env: its environment, a display's say), output to NAME.out and NAME.err (a
+    pipe could be held open by a leftover engine)."""
+    out, err = open(tmp_path / f"{name}.out", "w"), open(tmp_path / f"{name}.err", "w")
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "play.py"), *map(str, flags)], cwd=tmp_path,
+                            env=env, stdout=out, stderr=err, start_new_session=True)
+    proc.out_path, proc.err_path = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
+    return proc
+
+
+def finish_play(proc, seconds: float):
+    """play.py's exit code and output; its whole session killed if it has not ended within `seconds`."""
+    try:
+        proc.wait(seconds)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    return proc.returncode, proc.out_path.read_text(), proc.err_path.read_text()

@@ -22,7 +22,8 @@ from doom_a3c.envs.engine import vizdoom_instance_id
 from doom_a3c.errors import ConfigError
 from doom_a3c.run import match
 from doom_a3c.run.match import check_buttons, places
-from support import (REPO_ROOT, assert_one_line_error, descendants, run_in_process, running, save_checkpoint,
+from support import (assert_one_line_error, descendants, run_in_process, running, save_checkpoint,
+                     finish_play, start_play,
                      wait_for)
 
 CIG_ARGS = ("-host 1 -deathmatch +timelimit 10.0 +sv_forcerespawn 1 +sv_noautoaim 1 +sv_respawnprotect 1 "
@@ -132,22 +133,8 @@ def checkpoints(tmp_path_factory):
         os.chdir(cwd)
 
 
-def start_play(tmp_path, name, *flags):
-    """play.py in a session of its own, output to files (a pipe could be held open by a leftover engine)."""
-    out, err = open(tmp_path / f"{name}.out", "w"), open(tmp_path / f"{name}.err", "w")
-    proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "play.py"), *map(str, flags)], cwd=tmp_path,
-                            stdout=out, stderr=err, start_new_session=True)
-    proc.out_path, proc.err_path = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
-    return proc
-
-
 def finish(proc, seconds=MATCH_SECONDS):
-    try:
-        proc.wait(seconds)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    return proc.returncode, proc.out_path.read_text(), proc.err_path.read_text()
+    return finish_play(proc, seconds)
 
 
 def engines_on_port(port: int) -> list[int]:

@@ -21,6 +21,7 @@ import pytest
 
 from doom_a3c.envs.display import display_problem, local_display_number, x_server_listens
 from support import (REPO_ROOT, assert_one_line_error, descendants, run_in_process, save_checkpoint, saved_run,
+                     finish_play, start_play,
                      wait_for)
 
 DEATHMATCH_SIMPLE_CFG = os.path.join(REPO_ROOT, "tests", "fixtures", "deathmatch_simple", "deathmatch_simple.cfg")
@@ -192,24 +193,13 @@ def assert_not_blank(pixels: np.ndarray) -> None:
     assert pixels.std() > 10 and colours > 50, f"a blank window: std {pixels.std():.1f}, {colours} colours"
 
 
-def start_play(tmp_path, display, *flags):
-    """play.py in a session of its own on the display, output to files (a leftover engine could hold a pipe)."""
-    out, err = open(tmp_path / "play.out", "w"), open(tmp_path / "play.err", "w")
-    proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "play.py"), *map(str, flags)], cwd=tmp_path,
-                            env=display.env, stdout=out, stderr=err, start_new_session=True)
-    proc.out_path, proc.err_path = tmp_path / "play.out", tmp_path / "play.err"
-    return proc
+def start_play_on(tmp_path, display, *flags):
+    """play.py on the display (tests/support.py's start_play)."""
+    return start_play(tmp_path, "play", *flags, env=display.env)
 
 
 def finish(proc, seconds=PLAY_SECONDS):
-    """play.py's exit code and output; its whole session killed if it has not ended within `seconds`."""
-    try:
-        proc.wait(seconds)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
-    return proc.returncode, proc.out_path.read_text(), proc.err_path.read_text()
+    return finish_play(proc, seconds)
 
 
 def engines_of(pid: int) -> list[int]:
@@ -259,7 +249,7 @@ def test_window_shows_the_game_at_35_tics_a_second(checkpoints, tmp_path, displa
     """basic.wad's window at the run's 160x120, not blank, its episodes at 35 tics a second within 10%, the videos
     and results.json as without the window, and no engine left. (Three episodes: an untrained agent can end one
     early by a lucky shot; together they last at least a few seconds.)"""
-    proc = start_play(tmp_path, display, "--model", checkpoints["basic"], "--window", "--episodes", 3, "--seed", 1,
+    proc = start_play_on(tmp_path, display, "--model", checkpoints["basic"], "--window", "--episodes", 3, "--seed", 1,
                       "--out", tmp_path / "out")
     try:
         shown = display.window(proc, PLAY_SECONDS)
@@ -310,7 +300,7 @@ def test_a_person_hosts_a_match_plays_it_with_keys_and_every_players_frags_count
     """deathmatch_simple, the person hosting in a 640x480 window against the checkpoint and a bot: keys sent to the
     window turn and move the person's view, the match ends at its 0.3-minute limit, one line a player, the frags and
     deaths of both players in results.json, and no engine left."""
-    proc = start_play(tmp_path, display, "--model", checkpoints["deathmatch"], "--human", "--bots", 1,
+    proc = start_play_on(tmp_path, display, "--model", checkpoints["deathmatch"], "--human", "--bots", 1,
                       "--match-minutes", 0.3, "--seed", 2, "--out", tmp_path / "out")
     try:
         shown = display.window(proc, PLAY_SECONDS)
@@ -351,7 +341,7 @@ def test_a_person_hosts_a_match_plays_it_with_keys_and_every_players_frags_count
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_ctrl_c_ends_a_persons_match_with_every_engine_reaped(checkpoints, tmp_path, display):
-    proc = start_play(tmp_path, display, "--model", checkpoints["deathmatch"], "--human", "--match-minutes", 2,
+    proc = start_play_on(tmp_path, display, "--model", checkpoints["deathmatch"], "--human", "--match-minutes", 2,
                       "--out", tmp_path / "out")
     try:
         assert display.window(proc, PLAY_SECONDS) is not None, proc.err_path.read_text()[-2000:]
