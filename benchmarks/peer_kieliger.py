@@ -56,13 +56,13 @@ deaths, frags_per_minute of game time, place among the 9 players, bot_level the 
 (wall_s and env_steps at the evaluation's start, episodes, mean, std, min, max of the frags a match).
 
 PyTorch and Stable-Baselines3 are not this project's dependencies, and this file imports nothing from doom_a3c (no
-TensorFlow): give it an environment of its own, e.g. /work/peer-sb3, installing a CPU build of PyTorch first
+TensorFlow): give it an environment of its own, e.g. /tmp/peer, installing a CPU build of PyTorch first
 (`torch==2.13.0` where a CPU wheel lies on disk; PyPI's default is a multi-GB CUDA build), then the rest, which
 must leave that torch in place:
-    python3 -m venv /work/peer-sb3
-    /work/peer-sb3/bin/pip install torch==2.13.0
-    /work/peer-sb3/bin/pip install stable-baselines3 vizdoom==1.3.2 gymnasium==1.4.0 opencv-python-headless
-    /work/peer-sb3/bin/python benchmarks/peer_kieliger.py --seed 0 --minutes 30 --out /tmp/kieliger-seed0
+    python3 -m venv /tmp/peer
+    /tmp/peer/bin/pip install torch==2.13.0
+    /tmp/peer/bin/pip install stable-baselines3 vizdoom==1.3.2 gymnasium==1.4.0 opencv-python-headless
+    /tmp/peer/bin/python benchmarks/peer_kieliger.py --seed 0 --minutes 30 --out /tmp/kieliger-seed0
 Ctrl-C or SIGTERM stops it with every game closed (no evaluation at the end; exit 128 + the signal's number).
 """
 from __future__ import annotations

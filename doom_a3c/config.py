@@ -105,8 +105,11 @@ class TrainConfig:
     screen_resolution: str = _flag("RES_160X120", "ViZDoom render resolution; GIFs use it, the network sees "
                                    "--frame-size grey frames")
     frame_size: int = _flag(84, "side in pixels of the square frames the network sees, Doom and Atari (42 costs a "
-                            "third of 84's network compute per frame)",
+                            "third of 84's network compute per frame); their height with --frame-width",
                             bounds=Bounds(MIN_FRAME_SIZE, why="the conv torso's smallest input"))
+    frame_width: int = _flag(0, "ViZDoom and image envs: width in pixels of the frames the network sees, "
+                             "--frame-size their height (128 with --frame-size 72: Sample Factory's); 0: square",
+                             bounds=Bounds(0, why="0 (square) or at least the conv torso's smallest input"))
     color: bool | None = _flag(None, "the network sees RGB frames (3 channels) instead of grey ones: ViZDoom "
                                "scenarios and image envs", shown_default="the preset's, else off")
     frame_stack: int | None = _flag(None, "the network sees the last K frames stacked on the channel axis (zeros "
@@ -174,6 +177,9 @@ class TrainConfig:
         "flag": False, "help": "Doom learning bonus per change of a game variable, each [name, reward per unit] or "
         "[name, per unit gained, per unit lost]; added to the learning reward only, never to the reported score; "
         "[] = off"})
+    movement_shaping: list = field(default_factory=list, metadata={
+        "flag": False, "help": "Doom learning bonus for moving, [per step that moved the player more than D map "
+        "units, per step that did not (below 0), D]; never in the reported score; [] = off"})
     exploration_reward: float = _resolved(0.0, "Doom learning bonus for each map cell the player first enters in an "
                                           "episode (episodic count-based exploration); never in the reported score; "
                                           "0 = off")

@@ -98,20 +98,21 @@ def network_inputs(observations: np.ndarray):
 
 
 def preprocess_frame(screen: np.ndarray, crop=(0.0, 0.0, 0.0, 0.0), size: int = 84,
-                     color: bool = False) -> np.ndarray:
+                     color: bool = False, width: int = 0) -> np.ndarray:
     """RGB (H, W, 3) or grey (H, W) uint8 screen -> (size, size, 1) uint8 grey frame, or with `color` an
-    RGB screen -> (size, size, 3) uint8 colour frame.
+    RGB screen -> (size, size, 3) uint8 colour frame; `width` > 0 makes them (size, width, C).
 
     `crop` removes these fractions of the height (top, bottom) and width (left, right) first, so that
     small targets keep more pixels. Kept as uint8 (4x smaller rollouts); the network scales to [0, 1].
     """
     if any(crop):
-        height, width = screen.shape[:2]
-        top, bottom = round(crop[0] * height), height - round(crop[1] * height)
-        left, right = round(crop[2] * width), width - round(crop[3] * width)
+        screen_height, screen_width = screen.shape[:2]
+        top, bottom = round(crop[0] * screen_height), screen_height - round(crop[1] * screen_height)
+        left, right = round(crop[2] * screen_width), screen_width - round(crop[3] * screen_width)
         screen = screen[top:bottom, left:right]
+    target = (width or size, size)  # cv2's (width, height)
     if color:
-        return cv2.resize(screen, (size, size), interpolation=cv2.INTER_AREA)
+        return cv2.resize(screen, target, interpolation=cv2.INTER_AREA)
     grey = cv2.cvtColor(screen, cv2.COLOR_RGB2GRAY) if screen.ndim == 3 else screen
-    small = cv2.resize(grey, (size, size), interpolation=cv2.INTER_AREA)
+    small = cv2.resize(grey, target, interpolation=cv2.INTER_AREA)
     return small[:, :, None]

@@ -110,6 +110,20 @@ def shaping_entries(name: str, config: TrainConfig, preset: dict[str, Any], cfg_
     return [entry for entry in table if entry[0] in cfg_variables]
 
 
+def movement_values(scenario: str, config: TrainConfig, preset: dict[str, Any]) -> list[float]:
+    """The learning bonus for moving, checked: the config's or the preset's [moved, still, distance] of finite
+    numbers with a positive distance, or [] (off)."""
+    value = config.movement_shaping or preset.get("movement_shaping") or []
+    if not value:
+        return []
+    if not (isinstance(value, (list, tuple)) and len(value) == 3
+            and all(isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) for n in value)
+            and value[2] > 0):
+        raise ConfigError(f"preset for {scenario}: movement_shaping must be [reward for a step that moved, reward for "
+                          f"one that did not, map units that count as moving (> 0)], got {value!r}")
+    return [float(n) for n in value]
+
+
 def deathmatch_table(config: TrainConfig, preset: dict[str, Any]) -> dict[str, Any]:
     """`scenarios/defaults/doom.toml`'s [deathmatch] table for a deathmatch host: a preset that hosts one (cig's,
     which takes its shaping from there), or a map whose preset hosts none (a user's own) made one by --bots; {}
@@ -140,7 +154,8 @@ def deathmatch_preset(config: TrainConfig, preset: dict[str, Any]) -> dict[str, 
     table = deathmatch_table(config, preset)
     if not table or preset.get("reward_shaping"):
         return preset
-    return {**preset, "reward_shaping": table.get("reward_shaping", [])}
+    return {**preset, "reward_shaping": table.get("reward_shaping", []),
+            "movement_shaping": table.get("movement_shaping", [])}
 
 
 def named_values(scenario: str, key: str, value: Any, loss_weight: bool = False) -> list[list]:

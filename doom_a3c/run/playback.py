@@ -32,23 +32,38 @@ class EpisodeSummary(NamedTuple):
     tics: int | None = None  # ViZDoom: the game's clock at its end, its start's tics included (the window's pace)
 
 
-def play_episode(agent: Agent, env: GameEnv) -> tuple[float, int, list[np.ndarray], dict | None]:
+def match_caption(report: dict) -> str:
+    """A deathmatch's standing as a video shows it under each frame."""
+    return (f"frags {report['frags']:g}  deaths {report['deaths']:g}  place {report['place']:g} of "
+            f"{report['players']:g}")
+
+
+def play_episode(agent: Agent, env: GameEnv,
+                 captions: list[str] | None = None) -> tuple[float, int, list[np.ndarray], dict | None]:
     """One whole game: (reward, steps, the screens a person sees, a deathmatch's report of the match or None).
     ViZDoom games show every tic. An Atari life loss resets the LSTM (the agent reads it in `info`), as in
-    training, and the game goes on."""
+    training, and the game goes on. A deathmatch host's game with a `captions` list: each screen's standing (frags,
+    deaths, place) is appended to it, one caption a screen."""
+    captions = captions if captions is not None and hasattr(env.game, "match_report") else None
     tic_by_tic = hasattr(env.game, "record_tics")  # ViZDoom: a frame per tic, not per frame_skip tics
     if tic_by_tic:
         env.game.record_tics = True
     observation, info = env.reset()
     frames = [np.array(env.game.screen())]
+    if captions is not None:
+        captions.append(match_caption(env.game.match_report()))
     total, length, game_over = 0.0, 0, False
     while not game_over:
         observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
         total, length, game_over = total + reward, length + 1, terminated or truncated
+        shown = len(frames)
         if tic_by_tic:
             frames.extend(env.game.tic_screens)
         elif not game_over:
             frames.append(np.array(env.game.screen()))
+        if captions is not None:  # the final report once the match is over: the engine has no state left
+            report = info["match"] if game_over else env.game.match_report()
+            captions.extend([match_caption(report)] * (len(frames) - shown))
     return total, length, frames, info.get("match")
 
 
@@ -84,8 +99,9 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
     try:
         for index in range(episodes):
             started = time.monotonic()
+            captions: list[str] | None = [] if agent.config.plays_deathmatch() else None
             try:
-                total, length, frames, match = play_episode(agent, env)
+                total, length, frames, match = play_episode(agent, env, captions)
             except KeyboardInterrupt:
                 if not window:
                     raise
@@ -98,7 +114,8 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
                 break
             seconds = time.monotonic() - started
             tics = env.game.episode_tics() if hasattr(env.game, "episode_tics") else None
-            paths = write_video(os.path.join(out, f"episode_{index + 1:03d}"), frames, seconds_per_frame(env), video)
+            paths = write_video(os.path.join(out, f"episode_{index + 1:03d}"), frames, seconds_per_frame(env), video,
+                                captions)
             summaries.append(EpisodeSummary(total, length, paths[0], paths, len(frames), match, seconds, tics))
     finally:
         env.close()

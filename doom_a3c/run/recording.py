@@ -14,6 +14,7 @@ import numpy as np
 
 VIDEO_FORMATS = ("gif", "mp4", "both")
 MIN_VIDEO_WIDTH = 320
+CAPTION_HEIGHT = 16  # pixels of the band under an upscaled frame that holds its caption
 
 
 def upscaled(frames: list[np.ndarray], min_width: int = MIN_VIDEO_WIDTH) -> np.ndarray:
@@ -27,24 +28,41 @@ def upscaled(frames: list[np.ndarray], min_width: int = MIN_VIDEO_WIDTH) -> np.n
                      for f in stack])
 
 
-def write_gif(path: str, frames: list[np.ndarray], seconds_per_frame: float) -> str:
+def captioned(stack: np.ndarray, captions: list[str] | None) -> np.ndarray:
+    """[N, H, W, 3] frames with a black band of CAPTION_HEIGHT pixels under each holding its caption in white
+    (a deathmatch's frags, deaths and place as they stand); the frames themselves untouched. None: no band."""
+    if captions is None:
+        return stack
+    if len(captions) != len(stack):
+        raise ValueError(f"{len(captions)} captions for {len(stack)} frames")
+    band = np.zeros((len(stack), CAPTION_HEIGHT, stack.shape[2], 3), np.uint8)
+    for image, text in zip(band, captions):
+        cv2.putText(image, text, (4, CAPTION_HEIGHT - 4), cv2.FONT_HERSHEY_PLAIN, 1.0, (255, 255, 255), 1,
+                    cv2.LINE_AA)
+    return np.concatenate([stack, band], axis=1)
+
+
+def write_gif(path: str, frames: list[np.ndarray], seconds_per_frame: float,
+              captions: list[str] | None = None) -> str:
     """Write RGB frames [H, W, 3] uint8 as a looping GIF that plays at game speed (as close as GIF's
-    10 ms clock allows: Doom's tics at 30 ms instead of 28.6)."""
+    10 ms clock allows: Doom's tics at 30 ms instead of 28.6), each frame's caption under it where given."""
     if not frames:
         raise ValueError("no frames to write")
     tmp = f"{path}.tmp-{os.getpid()}"
     # GIF counts in centiseconds (Pillow truncates): a Doom tic's 28.6 ms is written as 30, not 20.
     duration = 10 * max(1, round(seconds_per_frame * 100))
-    iio.imwrite(tmp, upscaled(frames), extension=".gif", duration=duration, loop=0)
+    iio.imwrite(tmp, captioned(upscaled(frames), captions), extension=".gif", duration=duration, loop=0)
     os.replace(tmp, path)
     return path
 
 
-def write_mp4(path: str, frames: list[np.ndarray], seconds_per_frame: float) -> str:
-    """Write RGB frames [H, W, 3] uint8 as an H.264 MP4 at 1 / seconds_per_frame frames per second."""
+def write_mp4(path: str, frames: list[np.ndarray], seconds_per_frame: float,
+              captions: list[str] | None = None) -> str:
+    """Write RGB frames [H, W, 3] uint8 as an H.264 MP4 at 1 / seconds_per_frame frames per second, each
+    frame's caption under it where given."""
     if not frames:
         raise ValueError("no frames to write")
-    stack = upscaled(frames)
+    stack = captioned(upscaled(frames), captions)
     # H.264 in yuv420p needs even sides: pad by a black row/column rather than let the plugin rescale.
     pad_h, pad_w = stack.shape[1] % 2, stack.shape[2] % 2
     if pad_h or pad_w:
@@ -55,13 +73,15 @@ def write_mp4(path: str, frames: list[np.ndarray], seconds_per_frame: float) -> 
     return path
 
 
-def write_video(stem: str, frames: list[np.ndarray], seconds_per_frame: float, video: str = "gif") -> list[str]:
-    """`stem`.gif, `stem`.mp4 or both (`video` one of VIDEO_FORMATS); returns the paths written."""
+def write_video(stem: str, frames: list[np.ndarray], seconds_per_frame: float, video: str = "gif",
+                captions: list[str] | None = None) -> list[str]:
+    """`stem`.gif, `stem`.mp4 or both (`video` one of VIDEO_FORMATS), with a caption under each frame where
+    `captions` are given; returns the paths written."""
     if video not in VIDEO_FORMATS:
         raise ValueError(f"video must be one of {VIDEO_FORMATS}, got {video!r}")
     paths = []
     if video in ("gif", "both"):
-        paths.append(write_gif(f"{stem}.gif", frames, seconds_per_frame))
+        paths.append(write_gif(f"{stem}.gif", frames, seconds_per_frame, captions))
     if video in ("mp4", "both"):
-        paths.append(write_mp4(f"{stem}.mp4", frames, seconds_per_frame))
+        paths.append(write_mp4(f"{stem}.mp4", frames, seconds_per_frame, captions))
     return paths

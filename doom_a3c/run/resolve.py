@@ -16,7 +16,7 @@ import dataclasses
 from typing import Any
 
 from doom_a3c.algo.model.precision import choose_precision
-from doom_a3c.config import MAX_BOTS, TrainConfig
+from doom_a3c.config import MAX_BOTS, MIN_FRAME_SIZE, TrainConfig
 from doom_a3c.envs.doom.action_sets import (
     action_name_problem,
     missing_buttons,
@@ -34,6 +34,7 @@ from doom_a3c.run.doom_values import (
     doom_cfg_lists,
     doom_variables,
     exploration_values,
+    movement_values,
     preset_bool,
     shaping_entries,
     check_screen_resolution,
@@ -125,6 +126,12 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         else games_in_processes,
         "frame_stack": _frame_stack(config, kind),
     }
+    if config.frame_width and kind in (ATARI, VECTOR):
+        raise ConfigError(f"--frame-width: for ViZDoom scenarios and image envs, not {config.scenario} "
+                          f"({KIND_NAMES[kind]})")
+    if 0 < config.frame_width < MIN_FRAME_SIZE:
+        raise ConfigError(f"--frame-width must be 0 (square) or at least {MIN_FRAME_SIZE}, the conv torso's smallest "
+                          f"input, got {config.frame_width}")
     if kind == DOOM:
         if config.frame_norm == "background":  # Doom's frames have no uniform background to measure
             raise ConfigError("--frame-norm background: for Atari and image envs, not ViZDoom scenarios; Doom's "
@@ -152,6 +159,7 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                       **doom_variables(name, config, preset, cfg_variables),
                       reward_shaping=shaping_entries(name, config, deathmatch_preset(config, preset),
                                                      cfg_variables),
+                      movement_shaping=movement_values(name, config, deathmatch_preset(config, preset)),
                       bootstrap_timeout=preset_bool(name, preset, "bootstrap_timeout", config.bootstrap_timeout),
                       **exploration_values(name, config, preset))
     else:
@@ -222,6 +230,12 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
     deathmatch = deathmatch_table(config, preset) if kind == DOOM else {}
     defaults, source = preset_train_defaults(name, kind, preset, deathmatch)
     from_preset = {k: v for k, v in defaults.items() if k not in given}
+    if from_preset.get("bot_curriculum") and (given.get("self_play") or given.get("distributed") == "ray"):
+        # The curriculum moves the bots of a threaded run's matches: self-play's matches have none to move, and
+        # Ray's workers share no curriculum. Only a --bot-curriculum given is refused with them.
+        from_preset.pop("bot_curriculum")
+        print(f"note: no bot curriculum with {'--self-play' if given.get('self_play') else '--distributed ray'}",
+              flush=True)
     if from_preset.get("lr_schedule") == "linear" and not (given.get("max_steps") or given.get("max_minutes")):
         # A preset's annealing needs a budget to anneal over; a run without one keeps the rate (and says so).
         from_preset["lr_schedule"] = "constant"

@@ -86,6 +86,8 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
         # when the run began.
         flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
         raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
+    if given.get("self_play") and saved.bot_curriculum and "bot_curriculum" not in given:
+        given = {**given, "bot_curriculum": False}  # a self-play match has no bots to move
     config = dataclasses.replace(saved, **given).validate()
     if config.self_play and not saved.self_play and "env_processes" not in given:
         config = dataclasses.replace(config, env_processes=0)  # self-play's games run in this process

@@ -45,6 +45,29 @@ def test_preprocess_color_keeps_the_channels_in_rgb_order():
     assert np.all(out[:, :21] == [255, 0, 0]) and np.all(out[:, 21:] == [0, 0, 255])
 
 
+def test_preprocess_to_a_wide_frame_keeps_the_layout():
+    """width 64 at height 36: a red-left, blue-right screen -> (36, 64, 3), the left half red, the right blue;
+    grey -> (36, 64, 1)."""
+    screen = np.zeros((120, 160, 3), np.uint8)
+    screen[:, :80, 0] = 255
+    screen[:, 80:, 2] = 255
+    out = preprocess_frame(screen, size=36, color=True, width=64)
+    assert out.shape == (36, 64, 3) and out.dtype == np.uint8
+    assert np.all(out[:, :32] == [255, 0, 0]) and np.all(out[:, 32:] == [0, 0, 255])
+    grey = preprocess_frame(screen, size=36, width=64)
+    assert grey.shape == (36, 64, 1) and np.all(grey[:, :32] == 76) and np.all(grey[:, 32:] == 29)
+    # a crop first, then the same width: the crop's own sizes are the screen's, not the frame's
+    cropped = preprocess_frame(screen, crop=(0.1, 0.1, 0.25, 0.0), size=36, color=True, width=64)
+    assert cropped.shape == (36, 64, 3) and np.all(cropped[:, :21] == [255, 0, 0])
+
+
+def test_the_network_takes_wide_frames():
+    """A (36, 64, 3) frame through the conv torso: one policy and value per frame, as for a square one."""
+    net = ActorCritic(A, lstm_size=L, seed=0).build_variables((36, 64, 3))
+    out = net.step(tf.zeros((2, 36, 64, 3), tf.uint8), net.initial_state(2), tf.ones([2]))
+    assert out.logits.shape == (2, A) and out.values.shape == (2,)
+
+
 def test_preprocess_grey_input():
     """A 2-D grey screen is resized, not colour-converted."""
     grey = np.full((240, 320), 100, np.uint8)

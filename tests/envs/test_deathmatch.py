@@ -8,28 +8,54 @@ import pytest
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom import game as game_module
-from doom_a3c.envs.doom.shaping import MatchReport, VariableShaping, match_report
+from doom_a3c.envs.doom.shaping import MatchReport, MovementShaping, VariableShaping, match_report
 from doom_a3c.errors import ConfigError
 from doom_a3c.run.presets import own_map_defaults
 
-# cig's shaping, and what --bots gives a map of one's own: scenarios/defaults/doom.toml's [deathmatch] table
 DEATHMATCH = own_map_defaults()["deathmatch"]
-NAMES = ["FRAGCOUNT", "DEATHCOUNT", "HITCOUNT", "DAMAGECOUNT", "HEALTH", "ARMOR", "WEAPON3", "AMMO3"]
+
+# Sample Factory's deathmatch weights (its REWARD_SHAPING_DEATHMATCH_V0, as a preset would list them): a suicide, a
+# death, hits, damage, health, armour, the shotgun and its shells, each gained and lost
+SAMPLE_FACTORY_WEIGHTS = {"FRAGCOUNT": ["FRAGCOUNT", 0.0, 0.5], "DEATHCOUNT": ["DEATHCOUNT", -0.75, 0.0],
+                          "HITCOUNT": ["HITCOUNT", 0.01, 0.0], "DAMAGECOUNT": ["DAMAGECOUNT", 0.003, 0.0],
+                          "HEALTH": ["HEALTH", 0.005, 0.003], "ARMOR": ["ARMOR", 0.005, 0.001],
+                          "WEAPON3": ["WEAPON3", 0.1, 0.05], "AMMO3": ["AMMO3", 0.001, 0.0005]}
+NAMES = list(SAMPLE_FACTORY_WEIGHTS)
 
 
-def cig_shaping(names=NAMES) -> list:
-    entries = {entry[0]: entry for entry in DEATHMATCH["reward_shaping"]}
-    return [entries[name] for name in names]
+def sample_factory_shaping(names=NAMES) -> list:
+    return [SAMPLE_FACTORY_WEIGHTS[name] for name in names]
 
 
-def test_cig_weights_are_the_ones_these_hand_numbers_use():
-    assert cig_shaping() == [["FRAGCOUNT", 0.0, 0.5], ["DEATHCOUNT", -0.75, 0.0], ["HITCOUNT", 0.01, 0.0],
-                             ["DAMAGECOUNT", 0.003, 0.0], ["HEALTH", 0.005, 0.003], ["ARMOR", 0.005, 0.001],
-                             ["WEAPON3", 0.1, 0.05], ["AMMO3", 0.001, 0.0005]]
+def test_the_deathmatch_table_holds_kieligers_shaping():
+    """What --bots N and cig learn from (scenarios/defaults/doom.toml's [deathmatch]): damage dealt, health and
+    armour, ammunition picked up and spent, and the movement bonus, at the weights of Kieliger's recipe."""
+    ammunition = [[f"AMMO{slot}", 0.02, 0.01] for slot in range(2, 8)]
+    assert DEATHMATCH["reward_shaping"] == [["DAMAGECOUNT", 0.01, 0.0], ["HEALTH", 0.02, 0.01], ["ARMOR", 0.01, 0.0],
+                                            *ammunition]
+    assert DEATHMATCH["movement_shaping"] == [5e-4, -2.5e-3, 3.0]
+
+
+def test_the_tables_shaping_on_a_trace_by_hand():
+    shaping = VariableShaping(DEATHMATCH["reward_shaping"])
+    #                damage health armor bullets shells rockets cells x x
+    shaping.restart([0, 100, 0, 50, 0, 0, 0, 0, 0])
+    trace = [
+        # 3 bullets fired, 2 of them hits for 20 damage: 20 x 0.01 - 3 x 0.01
+        ([20, 100, 0, 47, 0, 0, 0, 0, 0], False, 0.2 - 0.03),
+        # hit back for 30 health: -30 x 0.01
+        ([20, 70, 0, 47, 0, 0, 0, 0, 0], False, -0.3),
+        # a medikit (25 health), a green armour (100) and a clip (10 bullets): 0.5 + 1.0 + 0.2
+        ([20, 95, 100, 57, 0, 0, 0, 0, 0], False, 0.5 + 1.0 + 0.2),
+        # killed: no death penalty in this recipe; the respawn's full health and 50 bullets pay nothing
+        ([20, 100, 0, 50, 0, 0, 0, 0, 0], True, 0.0),
+    ]
+    for values, respawned, expected in trace:
+        assert shaping.bonus(np.array(values, float), respawned) == pytest.approx(expected)
 
 
 def test_shaping_on_a_trace_of_game_variables_by_hand():
-    shaping = VariableShaping(cig_shaping())
+    shaping = VariableShaping(sample_factory_shaping())
     #                  frags deaths hits damage health armor shotgun shells
     shaping.restart([0, 0, 0, 0, 100, 0, 0, 0])
     trace = [
@@ -59,7 +85,7 @@ def test_shaping_on_a_trace_of_game_variables_by_hand():
 
 def test_without_the_respawn_rule_the_same_death_would_pay_a_pick_up():
     """The check above can fail: a respawn counted as changes pays the full health back."""
-    shaping = VariableShaping(cig_shaping(["DEATHCOUNT", "HEALTH"]))
+    shaping = VariableShaping(sample_factory_shaping(["DEATHCOUNT", "HEALTH"]))
     shaping.restart([0, 40])
     assert shaping.bonus(np.array([1, 100.0]), respawned=False) == pytest.approx(-0.75 + 60 * 0.005)
     shaping.restart([0, 40])
@@ -152,7 +178,7 @@ def fake_config(**overrides) -> TrainConfig:
     return TrainConfig(env_kind="doom", scenario_path=__file__, actions=[["ATTACK"], ["MOVE_FORWARD"]], frame_skip=4,
                        reward_scale=1.0, clip_rewards=False, env_processes=0, ale_vector=False, frame_size=20, crop=[0.0] * 4,
                        game_args="-host 1 -deathmatch", bots=2, frag_reward=1.0,
-                       reward_shaping=cig_shaping(["FRAGCOUNT", "DEATHCOUNT", "HEALTH"]), **overrides)
+                       reward_shaping=sample_factory_shaping(["FRAGCOUNT", "DEATHCOUNT", "HEALTH"]), **overrides)
 
 
 def test_doom_environment_shapes_and_reports_a_match(monkeypatch):
@@ -273,3 +299,54 @@ def test_a_match_a_maps_script_ends_at_a_death_ends_there_with_its_report(monkey
     assert step.match == {"frags": 0.0, "deaths": 1.0, "frags_per_minute": 0.0, "place": 2.0, "players": 2.0}
     env.reset()
     assert not env._game.ended
+
+
+# ---- the movement bonus ------------------------------------------------------------------------------------------
+def test_movement_bonus_by_hand():
+    # Kieliger's values: +5e-4 for a step that moved more than 3 map units, -2.5e-3 for one that did not
+    movement = MovementShaping(5e-4, -2.5e-3, 3.0)
+    movement.restart([100.0, 200.0])
+    trace = [
+        ([103.0, 204.0], False, 5e-4),  # 5 units (3-4-5): moved
+        ([105.0, 204.0], False, -2.5e-3),  # 2 units: standing, turning or against a wall
+        ([108.0, 204.0], False, -2.5e-3),  # exactly 3 units is not more than 3
+        ([108.0, 216.0], False, 5e-4),  # 12 units
+        ([900.0, -40.0], True, 0.0),  # a respawn's teleport is no walk
+        ([900.0, -36.0], False, 5e-4),  # and distances go on from the respawn point: 4 units
+    ]
+    for position, respawned, expected in trace:
+        assert movement.bonus(np.array(position), respawned) == pytest.approx(expected)
+
+
+def test_doom_environment_pays_the_movement_bonus_and_restarts_it_at_a_respawn(monkeypatch):
+    import vizdoom
+
+    start = {"FRAGCOUNT": 0, "DEATHCOUNT": 0, "HEALTH": 100, "PLAYER_COUNT": 3, "POSITION_X": 0.0, "POSITION_Y": 0.0}
+    FakeDoomGame.script = [
+        start,
+        {**start, "POSITION_X": 10.0},  # moved 10 units: +5e-4
+        {**start, "POSITION_X": 11.0},  # 1 unit: -2.5e-3
+        # killed and still dead at the step's end, respawned far away: the death's -0.75 alone, then distances from
+        # the respawn point
+        {**start, "DEATHCOUNT": 1, "POSITION_X": 11.0, "dead": True,
+         "respawned": {"POSITION_X": 500.0, "POSITION_Y": 500.0}},
+        {**start, "DEATHCOUNT": 1, "POSITION_X": 500.0, "POSITION_Y": 501.0},  # 1 unit from the respawn point
+        {**start, "DEATHCOUNT": 1, "POSITION_X": 500.0, "POSITION_Y": 501.0},  # the match's end: no position read
+    ]
+    monkeypatch.setattr(vizdoom, "DoomGame", FakeDoomGame)
+    env = game_module.DoomEnvironment(fake_config(movement_shaping=[5e-4, -2.5e-3, 3.0]))
+    env.reset()
+    shaping = [env.step(1).shaping for _ in range(5)]
+    assert shaping == pytest.approx([5e-4, -2.5e-3, -0.75, -2.5e-3, 0.0])
+
+
+@pytest.mark.parametrize("value", [[5e-4, -2.5e-3], [5e-4, -2.5e-3, 0.0], [5e-4, "x", 3.0], [5e-4, float("nan"), 3.0],
+                                   [True, -2.5e-3, 3.0], "fast"])
+def test_a_bad_movement_shaping_is_refused_naming_the_form(value):
+    from doom_a3c.run.doom_values import movement_values
+
+    with pytest.raises(ConfigError, match=r"movement_shaping must be \[reward for a step that moved"):
+        movement_values("maps/arena", TrainConfig(), {"movement_shaping": value})
+    assert movement_values("maps/arena", TrainConfig(), {"movement_shaping": [5e-4, -2.5e-3, 3]}) == [5e-4, -2.5e-3,
+                                                                                                     3.0]
+    assert movement_values("maps/arena", TrainConfig(), {}) == []

@@ -95,9 +95,9 @@ def test_the_player_respawns_after_each_death_and_the_match_goes_on(arena, tmp_p
             assert not env._game.is_player_dead() and env._game.get_state() is not None
             assert env._game.get_game_variable(vizdoom.GameVariable.HEALTH) == 100
             # The score is the game's frags (a suicide takes one); the .cfg's death penalty (-1) is learnt, as
-            # shaping beside the deathmatch shaping of the lost frag (-0.5) and the death (-0.75).
+            # shaping; the deathmatch shaping pays nothing for a death, its health loss or its respawn's teleport.
             assert step.reward == env.scores()["frags"] - frags == -1
-            assert step.shaping == pytest.approx(-1 - 0.5 - 0.75, abs=0.05)
+            assert step.shaping == pytest.approx(-1, abs=0.05)
             assert step.observation["frame"].any()
     finally:
         env.close()

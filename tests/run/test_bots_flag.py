@@ -1,6 +1,7 @@
 """--bots N: a user's own map with player starts becomes a deathmatch host with N bots, +1 a frag and the
 deathmatch shaping (scenarios/defaults/doom.toml's [deathmatch], the same as cig's preset); bad input is one line."""
 import dataclasses
+import json
 import os
 import shutil
 import tomllib
@@ -8,6 +9,7 @@ import tomllib
 import pytest
 import vizdoom
 
+from doom_a3c.config import TrainConfig
 from doom_a3c.errors import ConfigError
 from doom_a3c.run.presets import PRESETS_DIR, own_map_defaults
 from doom_a3c.run.resolve import resolve_new_run
@@ -30,20 +32,76 @@ def test_bots_on_a_users_map_make_it_a_deathmatch_host(own_map, tmp_path):
     assert config.bots == 3 and config.game_args == table["game_args"] and config.frag_reward == 1.0
     assert "-host 1 -deathmatch" in config.game_args and "+sv_forcerespawn 1" in config.game_args
     assert config.reward_shaping == [[entry[0], *map(float, entry[1:])] for entry in table["reward_shaping"]]
+    assert config.movement_shaping == table["movement_shaping"] != []
     assert config.plays_deathmatch()
     # The rest are the defaults for a map with no preset (its action set, colour, ...), as without --bots.
     alone = resolve_new_run({"scenario": own_map, "model_dir": str(tmp_path / "m")})
-    assert (alone.bots, alone.game_args, alone.frag_reward, alone.reward_shaping) == (0, "", 0.0, [])
+    assert (alone.bots, alone.game_args, alone.frag_reward, alone.reward_shaping, alone.movement_shaping) == \
+        (0, "", 0.0, [], [])
     assert not alone.plays_deathmatch()
-    # A deathmatch host's evaluation (the table's [deathmatch.train]): 4 sampled matches every 10 minutes.
-    assert (config.eval_episodes, config.eval_greedy, config.eval_every_minutes) == (4, False, 10.0)
-    evaluation = {"eval_episodes", "eval_greedy", "eval_every_minutes"}
-    assert [getattr(alone, name) for name in sorted(evaluation)] != [getattr(config, name) for name in
-                                                                      sorted(evaluation)]
-    same = {f.name for f in dataclasses.fields(config)} - {"bots", "game_args", "frag_reward", "reward_shaping"}
-    assert all(getattr(config, name) == getattr(alone, name) for name in same - evaluation)
+    # A deathmatch host's training values (the table's [deathmatch.train]): 4 sampled matches every 10 minutes, and
+    # the fighting recipe.
+    recipe = {name: getattr(config, name) for name in DEATHMATCH_TRAIN}
+    assert recipe == DEATHMATCH_TRAIN
+    assert all(getattr(alone, name) != value for name, value in DEATHMATCH_TRAIN.items())
+    same = {f.name for f in dataclasses.fields(config)} - {"bots", "game_args", "frag_reward", "reward_shaping",
+                                                           "movement_shaping"}
+    assert all(getattr(config, name) == getattr(alone, name) for name in same - set(DEATHMATCH_TRAIN))
     given = resolve_new_run({"scenario": own_map, "bots": 3, "eval_episodes": 6, "model_dir": str(tmp_path / "m")})
     assert (given.eval_episodes, given.eval_every_minutes) == (6, 10.0)  # a flag wins over the table
+
+
+# What --bots N and cig run unless a flag says otherwise (scenarios/defaults/doom.toml's [deathmatch.train]).
+DEATHMATCH_TRAIN = {"eval_episodes": 4, "eval_greedy": False, "eval_every_minutes": 10.0, "epochs": 3,
+                    "minibatches": 2, "bot_curriculum": True, "enemy_coef": 0.1, "learning_rate": 1e-4}
+
+
+def test_the_table_holds_the_recipe_these_tests_name():
+    assert own_map_defaults()["deathmatch"]["train"] == DEATHMATCH_TRAIN
+
+
+@pytest.mark.parametrize("flags, field, value", [
+    (["--no-bot-curriculum"], "bot_curriculum", False), (["--epochs", "1"], "epochs", 1),
+    (["--enemy-coef", "0"], "enemy_coef", 0.0), (["--minibatches", "1"], "minibatches", 1),
+    (["--learning-rate", "5e-4"], "learning_rate", 5e-4)])
+def test_each_part_of_the_recipe_turns_off_with_its_flag(own_map, tmp_path, flags, field, value):
+    from doom_a3c.config import build_parser, given_values
+
+    given = given_values(build_parser("train").parse_args(["--scenario", own_map, "--bots", "8", *flags]))
+    config = resolve_new_run({**given, "model_dir": str(tmp_path / "m")})
+    assert getattr(config, field) == value
+    assert all(getattr(config, name) == recipe for name, recipe in DEATHMATCH_TRAIN.items() if name != field)
+
+
+@pytest.mark.parametrize("mode", [{"self_play": True}, {"distributed": "ray"}])
+def test_a_mode_without_the_curriculum_runs_the_rest_of_the_recipe(tmp_path, capsys, mode):
+    """Self-play's matches have no bots to move and Ray's workers share no curriculum: the table's curriculum stays
+    off there (with a note), the rest of the recipe is kept; --bot-curriculum given with them is refused."""
+    config = resolve_new_run({"scenario": "cig", "model_dir": str(tmp_path / "m"), **mode})
+    assert not config.bot_curriculum
+    assert all(getattr(config, name) == value for name, value in DEATHMATCH_TRAIN.items()
+               if name != "bot_curriculum" and not (mode.get("distributed") and name.startswith("eval")))
+    assert "note: no bot curriculum with --" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="--bot-curriculum"):
+        resolve_new_run({"scenario": "cig", "model_dir": str(tmp_path / "m"), "bot_curriculum": True, **mode})
+
+
+def test_a_resumed_run_keeps_the_recipe_it_was_trained_with(own_map, tmp_path):
+    """A checkpoint of a --bots run resumes with its recipe; one trained before the recipe was the default (one
+    update a rollout, no curriculum, no enemy head) resumes as it was trained, whatever the table says now."""
+    config = resolve_new_run({"scenario": own_map, "bots": 8, "model_dir": str(tmp_path / "m")})
+    saved = TrainConfig.from_dict(json.loads(config.to_json()))
+    resumed = resolve_resumed_run(saved, {}, "models/arena")
+    assert {name: getattr(resumed, name) for name in DEATHMATCH_TRAIN} == DEATHMATCH_TRAIN
+    old = dataclasses.replace(saved, epochs=1, minibatches=1, bot_curriculum=False, enemy_coef=0.0,
+                              learning_rate=5e-4, movement_shaping=[])
+    old_resumed = resolve_resumed_run(TrainConfig.from_dict(json.loads(old.to_json())), {}, "models/arena")
+    assert (old_resumed.epochs, old_resumed.minibatches, old_resumed.bot_curriculum, old_resumed.enemy_coef,
+            old_resumed.learning_rate, old_resumed.movement_shaping) == (1, 1, False, 0.0, 5e-4, [])
+    # a config saved before movement_shaping existed: none, as it was trained
+    data = json.loads(old.to_json())
+    del data["movement_shaping"]
+    assert resolve_resumed_run(TrainConfig.from_dict(data), {}, "models/arena").movement_shaping == []
 
 
 def test_cig_hosts_as_bots_does_and_bots_zero_means_none(tmp_path):
@@ -53,9 +111,10 @@ def test_cig_hosts_as_bots_does_and_bots_zero_means_none(tmp_path):
     assert "reward_shaping" not in cig and "train" not in cig  # one copy of the weights and evaluation: the table's
     run = lambda **given: resolve_new_run({"scenario": "cig", "model_dir": str(tmp_path / "m"), **given})  # noqa: E731
     assert run().reward_shaping == [list(entry) for entry in table["reward_shaping"]] != []
+    assert run().movement_shaping == table["movement_shaping"]
     assert run().bots == 7 and run(bots=3).bots == 3 and run(bots=0).bots == 0
     assert run(bots=0).game_args == cig["game_args"]  # still a deathmatch host: the preset's
-    assert (run().eval_episodes, run().eval_greedy, run().eval_every_minutes) == (4, False, 10.0)
+    assert {name: getattr(run(), name) for name in DEATHMATCH_TRAIN} == DEATHMATCH_TRAIN
 
 
 @pytest.mark.parametrize("flags, needle", [

@@ -231,6 +231,17 @@ def test_frame_norm_background_is_for_grey_image_frames_only(tmp_path, monkeypat
         resolve_new_run({"scenario": "CartPole-v1", "frame_norm": "background", "model_dir": str(tmp_path / "m")})
 
 
+def test_frame_width_is_for_doom_and_image_frames_and_at_least_the_torsos_input(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert resolved("basic", tmp_path, frame_size=72, frame_width=128).frame_width == 128
+    with pytest.raises(ConfigError, match="--frame-width: for ViZDoom scenarios and image envs, not ALE/Pong-v5"):
+        resolve_new_run({"scenario": "ALE/Pong-v5", "frame_width": 128, "model_dir": str(tmp_path / "m")})
+    with pytest.raises(ConfigError, match="--frame-width must be 0 .square. or at least 20"):
+        resolved("basic", tmp_path, frame_width=12)
+    with pytest.raises(ConfigError, match="--frame-width"):
+        TrainConfig(frame_width=-1).validate()
+
+
 def test_shipped_names_exclude_multiplayer():
     """The valid list has the single-player scenarios and no multi* ones."""
     names = shipped_scenario_names()

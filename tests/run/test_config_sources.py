@@ -20,7 +20,7 @@ from support import REPO_ROOT, assert_one_line_error, run, run_in_process, snaps
 CHOICE_FIELDS = {"action_set", "policy_heads", "trainer", "distributed", "precision", "optimizer", "rmsprop_style",
                  "weight_init", "activation", "advantage", "n_step_variant", "epsilon_spread", "gradient_mode",
                  "lr_schedule", "frame_norm", "video"}
-BOUNDED_FIELDS = {"frame_skip", "reward_scale", "frame_size", "frame_stack", "bots", "curriculum_matches",
+BOUNDED_FIELDS = {"frame_skip", "reward_scale", "frame_size", "frame_width", "frame_stack", "bots", "curriculum_matches",
                   "curriculum_frags", "self_play_opponents",
                   "self_play_snapshot_minutes", "workers", "envs_per_worker", "env_threads", "env_processes",
                   "game_timeout", "max_game_restarts", "seed", "rollout", "gamma", "gae_lambda", "return_scale_floor",

@@ -2,6 +2,7 @@
 play.py's results.json report each match; a cig checkpoint saved before the shaping resumes as it was trained."""
 import json
 
+import imageio.v3 as iio
 import pytest
 
 from doom_a3c.run import presets
@@ -42,7 +43,8 @@ def test_cig_training_writes_a_row_per_match_with_its_columns(tmp_path, monkeypa
              "env_threads": 1, "gif_every": 0, "log_every_seconds": 60.0, "evaluate": False}
     assert train_from_flags(flags) == 0
     header = (model / "progress.csv").read_text().splitlines()[0]
-    assert header == "wall_s,env_steps,episode,worker,reward,length,frags,deaths,frags_per_minute,place"
+    # the bot curriculum is on for a deathmatch host by default: each match's level too
+    assert header == "wall_s,env_steps,episode,worker,reward,length,frags,deaths,frags_per_minute,place,bot_level"
     rows = read_rows(model / "progress.csv")
     assert len(rows) >= 2
     for row in rows:
@@ -58,3 +60,8 @@ def test_cig_training_writes_a_row_per_match_with_its_columns(tmp_path, monkeypa
     match = results["episodes"][0]["match"]
     assert set(match) == {"frags", "deaths", "frags_per_minute", "place", "players"} and match["players"] == 3
     assert summaries[0].match == match and match["frags"] == results["episodes"][0]["reward"]
+    # the video shows the standing under each frame; its last frame the match's final report
+    from doom_a3c.run.recording import CAPTION_HEIGHT
+
+    gif = iio.imread(summaries[0].gif, index=None)
+    assert gif.shape[1] == 240 + CAPTION_HEIGHT and gif[:, 240:].max() > 128

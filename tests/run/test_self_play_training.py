@@ -64,6 +64,7 @@ def test_an_old_cig_checkpoint_without_the_self_play_fields_resumes_as_trained(t
     # ...and it may go on in self-play: its games move into this process
     playing = resolve_resumed_run(config, {"self_play": True, "self_play_opponents": 2}, "old")
     assert playing.self_play and playing.self_play_opponents == 2 and playing.env_processes == 0
+    assert config.bot_curriculum and not playing.bot_curriculum  # self-play's matches have no bots to move
 
 
 def test_a_single_player_checkpoint_cannot_resume_in_self_play(tmp_path):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from doom_a3c.run.recording import write_video
+from doom_a3c.run.recording import CAPTION_HEIGHT, write_video
 
 
 def distinct_frames(count, height=120, width=160):
@@ -31,6 +31,22 @@ def test_odd_sizes_are_padded_for_h264_and_wide_frames_kept(tmp_path):
     mp4 = iio.imread(paths[0], plugin="FFMPEG")
     assert mp4.shape == (5, 202, 334, 3)  # no upscaling past 320 wide; one black row and column
     assert iio.immeta(paths[0], plugin="FFMPEG")["fps"] == pytest.approx(50.0)
+
+
+def test_captions_go_in_a_band_under_each_frame_and_leave_the_frame_alone(tmp_path):
+    frames = distinct_frames(3)
+    captions = ["frags 0  deaths 0  place 9 of 9", "frags 1  deaths 0  place 4 of 9", ""]
+    paths = write_video(str(tmp_path / "match"), frames, 1 / 35, "gif", captions)
+    gif = iio.imread(paths[0], index=None)[..., :3]
+    assert gif.shape[:3] == (3, 240 + CAPTION_HEIGHT, 320)
+    band = gif[:, 240:]
+    assert band[0].max() > 128 and band[1].max() > 128  # white text on black
+    assert band[2].max() < 40  # an empty caption: a black band (up to the GIF palette's nearest colour)
+    assert not np.array_equal(band[0], band[1])  # the caption of each frame, not one for all
+    uncaptioned = iio.imread(write_video(str(tmp_path / "plain"), frames, 1 / 35, "gif")[0], index=None)
+    assert uncaptioned.shape[1] == 240
+    with pytest.raises(ValueError, match="2 captions for 3 frames"):
+        write_video(str(tmp_path / "bad"), frames, 1 / 35, "gif", captions[:2])
 
 
 def basic_config(tmp_path):
@@ -166,3 +182,10 @@ def test_a_recorded_training_episode_keeps_its_first_frames_only(tmp_path, monke
         episodes += run.finished_episodes()
     recorded = next(e for e in episodes if e.frames)
     assert recorded.length == 12 and len(recorded.frames) == 5  # the reset's screen and the first 4 steps'
+
+
+def test_a_matchs_caption_reads_its_standing():
+    from doom_a3c.run.playback import match_caption
+
+    report = {"frags": 3.0, "deaths": 2.0, "frags_per_minute": 1.2, "place": 4.0, "players": 9.0}
+    assert match_caption(report) == "frags 3  deaths 2  place 4 of 9"

@@ -357,3 +357,68 @@ def test_ctrl_c_ends_a_persons_match_with_every_engine_reaped(checkpoints, tmp_p
     assert out.startswith("match 1, stopped by Ctrl-C"), out
     assert wait_for(lambda: left_in_session(proc.pid) == [], 10), left_in_session(proc.pid)
     assert not any(os.path.exists(f"/proc/{pid}") for pid in engines), engines
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_closing_the_persons_window_ends_the_match_with_every_engine_reaped(checkpoints, tmp_path, display):
+    """The person's window closed mid-match (xdotool windowkill, as xkill or a window manager's force-close: the X
+    server drops the engine's connection and the engine exits): the match is recorded as ended by the person, with
+    exit 0, one line, and no engine left."""
+    proc = start_play_on(tmp_path, display, "--model", checkpoints["deathmatch"], "--human", "--match-minutes", 2,
+                         "--out", tmp_path / "out")
+    try:
+        shown = display.window(proc, PLAY_SECONDS)
+        assert shown is not None, proc.err_path.read_text()[-2000:]
+        assert wait_for(lambda: len(engines_of(proc.pid)) == 2, 60), engines_of(proc.pid)
+        engines = engines_of(proc.pid)
+        time.sleep(2)
+        display.xdotool("windowkill", shown[0])
+    finally:
+        returncode, out, err = finish(proc, 60)
+    assert returncode == 0, out[-2000:] + err[-2000:]
+    (match,) = json.loads((tmp_path / "out" / "results.json").read_text())["matches"]
+    assert match["stopped"] is True and "closed the window" in match["error"], match
+    assert out.startswith("match 1, ") and "closed the window" in out.splitlines()[0], out
+    assert wait_for(lambda: left_in_session(proc.pid) == [], 10), left_in_session(proc.pid)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in engines), engines
+
+
+# ---- --window for Atari and a gymnasium env ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cartpole_checkpoint(tmp_path_factory):
+    """A CartPole checkpoint of a few hundred steps (vector observations: gymnasium's own human rendering)."""
+    from doom_a3c.run.training import train_from_flags
+
+    folder = tmp_path_factory.mktemp("cartpole")
+    assert train_from_flags({"scenario": "CartPole-v1", "model_dir": str(folder), "frames_dir": str(folder / "f"),
+                             "max_steps": 300, "gif_every": 0, "evaluate": False, "log_every_seconds": 60.0}) == 0
+    return str(folder / "last.ckpt")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("game", ["atari", "cartpole"])
+def test_window_shows_an_atari_game_and_a_gymnasium_env(request, tmp_path, display, game):
+    """Breakout in ale-py's window and CartPole in gymnasium's (pygame): a window appears and is not blank, the
+    episode's video and results.json are written as without it, and nothing is left running."""
+    model = (os.path.join(REPO_ROOT, "tests", "fixtures", "old_atari_checkpoint", "last.ckpt") if game == "atari"
+             else request.getfixturevalue("cartpole_checkpoint"))
+    proc = start_play_on(tmp_path, display, "--model", model, "--window", "--episodes", 1, "--seed", 3,
+                         "--out", tmp_path / "out")
+    try:
+        shown = display.window(proc, PLAY_SECONDS)
+        assert shown is not None, proc.err_path.read_text()[-2000:]
+        window, geometry = shown
+        assert geometry["WIDTH"] >= 150 and geometry["HEIGHT"] >= 150, geometry
+        time.sleep(0.5)
+        pixels = display.screenshot(geometry)
+        save_screenshot(pixels, tmp_path, f"watch-window-{game}.png")
+        assert pixels.std() > 5, f"a blank window: std {pixels.std():.1f}"
+    finally:
+        returncode, out, err = finish(proc)
+    assert returncode == 0, out[-2000:] + err[-2000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    (episode,) = results["episodes"]
+    assert results["window"] is True and os.path.exists(episode["gif"]) and episode["length"] > 0, results
+    assert wait_for(lambda: left_in_session(proc.pid) == [], 10), left_in_session(proc.pid)

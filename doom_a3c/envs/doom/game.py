@@ -10,7 +10,7 @@ from doom_a3c.envs.doom.action_sets import is_first_half, missing_buttons, press
 from doom_a3c.envs.doom.bot_levels import episode_start_commands, has_difficulty_script
 from doom_a3c.envs.doom.labels import enemy_in_view
 from doom_a3c.envs.doom.multiplayer import DEFAULT_MATCH_MINUTES, is_multiplayer, time_limit
-from doom_a3c.envs.doom.shaping import VariableShaping, match_report
+from doom_a3c.envs.doom.shaping import MovementShaping, VariableShaping, match_report
 from doom_a3c.envs.engine import leash_engine
 from doom_a3c.envs.interface import ENEMY, Step, observation_dtype, preprocess_frame
 from doom_a3c.errors import ConfigError
@@ -137,7 +137,8 @@ class DoomEnvironment:
         self._exploration_reward = config.exploration_reward
         self._exploration_cell = config.exploration_cell
         self._position = [vzd.GameVariable.POSITION_X, vzd.GameVariable.POSITION_Y]
-        if self._exploration_reward:
+        self._movement = MovementShaping(*config.movement_shaping) if config.movement_shaping else None
+        if self._exploration_reward or self._movement:
             for variable in self._position:
                 self._game.add_available_game_variable(variable)
         self._visited: set[tuple[int, int]] = set()
@@ -175,7 +176,7 @@ class DoomEnvironment:
         self.seconds_per_tic = 1.0 / DOOM_TICS_PER_SECOND
         self._crop = tuple(config.crop)
         self._color = config.color
-        self.observation_shape = (config.frame_size, config.frame_size, 3 if config.color else 1)
+        self.observation_shape = (config.frame_size, config.frame_width or config.frame_size, 3 if config.color else 1)
         self._record = observation_dtype(self.observation_shape, len(self._variable_names), self._enemy_target) \
             if self._variable_names or self._enemy_target else None
         self._last_screen: np.ndarray | None = None
@@ -196,6 +197,8 @@ class DoomEnvironment:
             self._shaper.restart(self._variables(self._shaping_names))
         if self._exploration_reward:
             self._visited = {self._cell()}
+        if self._movement:
+            self._movement.restart(self._variables(self._position))
 
     def _cell(self) -> tuple[int, int]:
         x, y = self._variables(self._position) // self._exploration_cell
@@ -204,7 +207,8 @@ class DoomEnvironment:
     def _observe(self) -> np.ndarray:
         state = self._game.get_state()
         self._last_screen = state.screen_buffer
-        frame = preprocess_frame(self._last_screen, self._crop, self.observation_shape[0], self._color)
+        frame = preprocess_frame(self._last_screen, self._crop, self.observation_shape[0], self._color,
+                                 width=self.observation_shape[1])
         if self._record is None:
             self._last_observation = frame
             return frame
@@ -223,10 +227,12 @@ class DoomEnvironment:
     def _shaping(self, respawned: bool = False) -> float:
         """The preset's learning bonus for this step: the changes of the shaping variables (after a death the
         player lives on from, the counters' alone), and the exploration reward when the player enters a cell not
-        yet visited this episode (0 without either)."""
+        yet visited this episode, and the movement bonus (0 without any of them)."""
         bonus = 0.0
         if self._shaping_names:
             bonus += self._shaper.bonus(self._variables(self._shaping_names), respawned)
+        if self._movement and not self._game.is_episode_finished():
+            bonus += self._movement.bonus(self._variables(self._position), respawned)
         if self._exploration_reward and not self._game.is_episode_finished():
             cell = self._cell()
             if cell not in self._visited:

@@ -52,7 +52,7 @@ class OpponentPolicy(Protocol):
 def opponent_config(config: TrainConfig) -> TrainConfig:
     """An opponent's game: the learner's observations and actions, none of its learning-only extras (shaping,
     exploration bonus), which would only cost engine calls nobody reads."""
-    return dataclasses.replace(config, bots=0, reward_shaping=[], exploration_reward=0.0)
+    return dataclasses.replace(config, bots=0, reward_shaping=[], movement_shaping=[], exploration_reward=0.0)
 
 
 def player_title(seat: int) -> str:

@@ -47,6 +47,30 @@ class VariableShaping:
         return float(np.dot(np.maximum(change, 0), self._gains) + np.dot(np.minimum(change, 0), self._losses))
 
 
+class MovementShaping:
+    """The bonus of one step for moving: `moved` when the player ended the step more than `distance` map units from
+    where it began it, `still` (a penalty, below 0) when it did not. A player that runs covers about 16 map units a
+    tic, so a step that moves at all passes 3 units; one that stands, turns on the spot or walks into a wall does not.
+    The step a respawn moved the player in pays nothing: the teleport is no walk."""
+
+    def __init__(self, moved: float, still: float, distance: float):
+        self.moved, self.still, self.distance = float(moved), float(still), float(distance)
+        self._last = np.zeros(2)
+
+    def restart(self, position: np.ndarray) -> None:
+        """Distances count from this (x, y) on (an episode's start, a respawn)."""
+        self._last = np.asarray(position, np.float64).copy()
+
+    def bonus(self, position: np.ndarray, respawned: bool = False) -> float:
+        """The bonus for the step that ended at (x, y) `position`."""
+        position = np.asarray(position, np.float64)
+        travelled = float(np.hypot(*(position - self._last)))
+        self._last = position.copy()
+        if respawned:
+            return 0.0
+        return self.moved if travelled > self.distance else self.still
+
+
 class MatchReport(NamedTuple):
     """One deathmatch episode (a match) as the game counted it."""
 

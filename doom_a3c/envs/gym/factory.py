@@ -24,7 +24,7 @@ def _build(kind: str, env_id: str, seed: int, config: TrainConfig, window: bool 
     if kind == "image":
         return ImageEnvironment(env_id, seed, frame_size=config.frame_size, color=bool(config.color),
                                 crop=tuple(config.crop or (0.0, 0.0, 0.0, 0.0)), frame_skip=config.frame_skip,
-                                window=window)
+                                frame_width=config.frame_width, window=window)
     return VectorEnvironment(env_id, seed, window=window)
 
 

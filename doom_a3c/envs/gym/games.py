@@ -191,7 +191,7 @@ class ImageEnvironment(_GymGame):
     and vectors (ViZDoom's gymnasium ids: 'screen' and 'gamevariables'), with a Discrete action space.
 
     The image goes through `preprocess_frame` as a Doom screen does: (frame_size, frame_size, 1) grey, or 3
-    channels with `color`. The Dict's vectors travel beside it as the game variables of a record observation
+    channels with `color`, `frame_width` wide where it is set. The Dict's vectors travel beside it as the game variables of a record observation
     (doom_a3c/envs/interface.py), in `variable_names`' order, as the env reports them: the network standardises them by
     running statistics (--normalize-variables, on for them by default). GIFs show the env's rgb_array
     rendering, or, for an env that cannot render, its own image.
@@ -201,7 +201,8 @@ class ImageEnvironment(_GymGame):
     observation_dtype = np.uint8
 
     def __init__(self, env_id: str, seed: int, frame_size: int = ATARI_FRAME_SIZE, color: bool = False,
-                 crop: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0), frame_skip: int = 1, window: bool = False):
+                 crop: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0), frame_skip: int = 1, frame_width: int = 0,
+                 window: bool = False):
         super().__init__(env_id, seed, frame_skip, window)
         try:
             self._layout = image_layout(env_id, self._env.observation_space)
@@ -209,7 +210,7 @@ class ImageEnvironment(_GymGame):
             self._env.close()
             raise
         self.variable_names = list(self._layout.variable_names)
-        self.observation_shape = (frame_size, frame_size, 3 if color else 1)
+        self.observation_shape = (frame_size, frame_width or frame_size, 3 if color else 1)
         self._color = color
         self._crop = tuple(crop)
         self._record = observation_dtype(self.observation_shape, len(self.variable_names)) \
@@ -229,7 +230,8 @@ class ImageEnvironment(_GymGame):
 
     def _observe(self, observation: Any) -> np.ndarray:
         self._last_image = self._image(observation)
-        frame = preprocess_frame(self._last_image, self._crop, self.observation_shape[0], self._color)
+        frame = preprocess_frame(self._last_image, self._crop, self.observation_shape[0], self._color,
+                                 width=self.observation_shape[1])
         if self._record is None:
             return frame
         record = np.zeros((), self._record)
