@@ -241,11 +241,29 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
         from_preset["lr_schedule"] = "constant"
         print("note: no --max-steps or --max-minutes, so the preset's --lr-schedule linear runs as constant",
               flush=True)
+    games = given.get("envs_per_worker", from_preset.get("envs_per_worker", TrainConfig.envs_per_worker))
+    if from_preset.get("minibatches", 1) > games:
+        # A minibatch takes whole games: with fewer games a worker than the table's minibatches, one a game.
+        from_preset["minibatches"] = games
     if from_preset:
         print(f"{source}: "
               + ", ".join(f"{k}={v}" for k, v in from_preset.items()), flush=True)
     config = with_precision(dataclasses.replace(config, **from_preset).validate())
-    return resolve_environment(evaluation_for_mode(config, given))
+    resolved = resolve_environment(evaluation_for_mode(config, given))
+    if resolved.plays_deathmatch():
+        print(f"a deathmatch host's shaping, learning only: {shaping_line(resolved)}", flush=True)
+    return resolved
+
+
+def shaping_line(config: TrainConfig) -> str:
+    """The shaping a config runs, as train.py says it: each variable's reward a unit gained (and lost), and the
+    movement bonus."""
+    terms = [f"{name} {numbers[0]:+g}" + (f"/{-numbers[1]:+g}" if len(numbers) > 1 and numbers[1] else "")
+             for name, *numbers in config.reward_shaping]
+    if config.movement_shaping:
+        moved, still, distance = config.movement_shaping
+        terms.append(f"a step moving over {distance:g} map units {moved:+g}, one not {still:+g}")
+    return ", ".join(terms) or "none"
 
 
 def with_precision(config: TrainConfig, trained: str | None = None) -> TrainConfig:

@@ -120,6 +120,23 @@ def test_a_half_turn_turns_a_quarter_to_a_half_as_far_and_the_recording_plays_th
     assert screens == 8
 
 
+def test_a_persons_always_run_in_the_folders_vizdoom_ini_does_not_reach_an_agent(tmp_path, monkeypatch):
+    """A person's game (play.py --human) may save always-run (cl_run, Caps Lock) in the _vizdoom.ini of the folder
+    it ran in; an agent's game started there later turns as it was trained: 28.1 degrees a step at 8 tics, not 56."""
+    monkeypatch.chdir(tmp_path)  # ViZDoom reads and writes _vizdoom.ini in the working directory
+    (tmp_path / "_vizdoom.ini").write_text("[GlobalSettings]\ncl_run=true\n")
+    config = resolve_new_run({"scenario": "defend_the_center", "preset": False, "fine_turns": True,
+                              "frame_skip": 8, "model_dir": str(tmp_path / "m")})
+    env = DoomEnvironment(config, seed=1)
+    try:
+        env.reset()
+        _angle_turned(env, config.actions.index(["TURN_LEFT"]), 2)  # past the turn's first, slower tics
+        turns = _angle_turned(env, config.actions.index(["TURN_LEFT"]), 2)
+    finally:
+        env.close()
+    np.testing.assert_allclose(turns, 28.125, atol=0.5)
+
+
 @pytest.mark.slow
 def test_a_run_with_half_turns_trains_and_plays_them(tmp_path, monkeypatch):
     from doom_a3c.run.playback import play

@@ -26,7 +26,7 @@ def own_map(tmp_path):
     return str(tmp_path / "arena.cfg")
 
 
-def test_bots_on_a_users_map_make_it_a_deathmatch_host(own_map, tmp_path):
+def test_bots_on_a_users_map_make_it_a_deathmatch_host(own_map, tmp_path, capsys):
     table = own_map_defaults()["deathmatch"]
     config = resolve_new_run({"scenario": own_map, "bots": 3, "model_dir": str(tmp_path / "m")})
     assert config.bots == 3 and config.game_args == table["game_args"] and config.frag_reward == 1.0
@@ -47,6 +47,10 @@ def test_bots_on_a_users_map_make_it_a_deathmatch_host(own_map, tmp_path):
     same = {f.name for f in dataclasses.fields(config)} - {"bots", "game_args", "frag_reward", "reward_shaping",
                                                            "movement_shaping"}
     assert all(getattr(config, name) == getattr(alone, name) for name in same - set(DEATHMATCH_TRAIN))
+    printed = capsys.readouterr().out
+    assert ("a deathmatch host's shaping, learning only: DAMAGECOUNT +0.01, HEALTH +0.02/-0.01, ARMOR +0.01, "
+            "AMMO2 +0.02/-0.01") in printed
+    assert "a step moving over 3 map units +0.0005, one not -0.0025" in printed
     given = resolve_new_run({"scenario": own_map, "bots": 3, "eval_episodes": 6, "model_dir": str(tmp_path / "m")})
     assert (given.eval_episodes, given.eval_every_minutes) == (6, 10.0)  # a flag wins over the table
 
@@ -84,6 +88,16 @@ def test_a_mode_without_the_curriculum_runs_the_rest_of_the_recipe(tmp_path, cap
     assert "note: no bot curriculum with --" in capsys.readouterr().out
     with pytest.raises(ConfigError, match="--bot-curriculum"):
         resolve_new_run({"scenario": "cig", "model_dir": str(tmp_path / "m"), "bot_curriculum": True, **mode})
+
+
+def test_fewer_games_than_the_tables_minibatches_take_one_a_game(own_map, tmp_path):
+    """A minibatch takes whole games: --envs-per-worker 1 runs the table's passes over 1 minibatch, not an error;
+    --minibatches given beside it is still checked."""
+    config = resolve_new_run({"scenario": own_map, "bots": 8, "envs_per_worker": 1, "model_dir": str(tmp_path / "m")})
+    assert (config.minibatches, config.epochs) == (1, DEATHMATCH_TRAIN["epochs"])
+    with pytest.raises(ConfigError, match="--minibatches must be at most --envs-per-worker"):
+        resolve_new_run({"scenario": own_map, "bots": 8, "envs_per_worker": 1, "minibatches": 2,
+                         "model_dir": str(tmp_path / "m")})
 
 
 def test_a_resumed_run_keeps_the_recipe_it_was_trained_with(own_map, tmp_path):

@@ -88,6 +88,10 @@ class DoomEnvironment:
                              "agent": vzd.Mode.ASYNC_PLAYER, "person": vzd.Mode.ASYNC_SPECTATOR}[window])
         self._person = window == "person"
         self._game.set_seed(seed % (2**31))
+        if not self._person:
+            # An agent turns and walks as it was trained, whatever a person's game saved in the _vizdoom.ini of the
+            # folder it runs in: always-run (Caps Lock in the person's window) doubles each turn.
+            self._game.add_game_args("+cl_run 0")
         if config.game_args:
             self._game.add_game_args(config.game_args)
         self._match = config.plays_deathmatch()
