@@ -31,7 +31,9 @@ def play_parser() -> argparse.ArgumentParser:
     from doom_a3c.run.recording import VIDEO_FORMATS
 
     parser = OneLineErrorParser(description=PLAY_DESCRIPTION, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--model", required=True, help="checkpoint prefix (models/last.ckpt) or a run folder")
+    parser.add_argument("--model", required=True, action="append", metavar="CKPT",
+                        help="checkpoint prefix (models/last.ckpt) or a run folder; in a match (--human, "
+                             "--opponent) repeat it for more agents")
     parser.add_argument("--out", help="folder for the videos and results.json (needed unless --export)")
     parser.add_argument("--episodes", type=int, default=argparse.SUPPRESS,
                         help="episodes to play, matches with --opponent (default 3; with --human 1)")
@@ -52,7 +54,7 @@ def play_parser() -> argparse.ArgumentParser:
                             "repeat for more players")
     match.add_argument("--human", action="store_true",
                        help="play the match yourself: you host it in a window (keyboard and mouse) at the game's "
-                            "own speed, and --model and every --opponent join it; needs a display")
+                            "own speed, and every --model and --opponent joins it; needs a display")
     match.add_argument("--bots", type=int, default=argparse.SUPPRESS,
                        help="bots the host adds to each match (default 0)")
     match.add_argument("--match-minutes", type=float, default=argparse.SUPPRESS,
@@ -81,8 +83,14 @@ def play_main(argv: Sequence[str] | None = None) -> int:
         if not hasattr(args, flag):
             setattr(args, flag, None)
     check_windows(parser, args)
+    models, args.model = args.model, args.model[0]
     if args.opponent or args.human:
-        return match_main(parser, args)
+        players = [("--model", path) for path in models] + [("--opponent", path) for path in args.opponent or []]
+        args.opponent = models[1:] + (args.opponent or [])  # a repeated --model joins as an --opponent does
+        return match_main(parser, args, players)
+    if len(models) > 1:
+        parser.error(f"--model given {len(models)} times: several checkpoints play together in a match only "
+                     f"(add --human to play against them, or --opponent)")
     given = [flag for flag in MATCH_FLAGS if getattr(args, flag) is not None]
     if given:
         parser.error(f"--{given[0].replace('_', '-')} needs --opponent or --human (it sets up a match)")
@@ -106,16 +114,16 @@ def check_windows(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         parser.error("--window shows single-player episodes; to play in a match yourself, add --human")
 
 
-def match_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """play.py --opponent or --human: bad flags and missing checkpoints reported before TensorFlow is imported."""
-    args.opponent = args.opponent or []
+def match_main(parser: argparse.ArgumentParser, args: argparse.Namespace, players: list[tuple[str, str]]) -> int:
+    """play.py --opponent or --human: bad flags and missing checkpoints reported before TensorFlow is imported.
+    `players`: each checkpoint with the flag that gave it."""
     if args.export is not None:
         parser.error("--export writes one agent's acting step: it takes no --opponent")
     if args.bots is not None and args.bots < 0:
         parser.error(f"--bots must be >= 0, got {args.bots}")
     if args.match_minutes is not None and not args.match_minutes > 0:
         parser.error(f"--match-minutes must be > 0, got {args.match_minutes}")
-    for flag, path in [("--model", args.model)] + [("--opponent", path) for path in args.opponent]:
+    for flag, path in players:
         if not checkpoint_exists(path):
             parser.error(f"{flag}: no checkpoint at {path} (expected {path}.index or a run folder)")
     from doom_a3c.run.match import main

@@ -45,6 +45,9 @@ from doom_a3c.runtime.checkpoint import read_checkpoint, resolve_prefix
 from doom_a3c.runtime.files import atomic_write_text, ensure_writable_dir
 
 STEP_TIMEOUT_SECONDS = 30.0  # a player whose step has not returned by then has stalled the match
+# The person's engine keeps the game's clock (a step is a tic): one silent this long has stopped answering, as an
+# engine whose window was closed can, deadlocked in its exit.
+PERSON_STEP_TIMEOUT_SECONDS = 10.0
 PERSON_RESOLUTION = "RES_640X480"  # the person's window (the agents see theirs at their own resolution)
 PERSON = "you"  # how the person is named in the lines printed and in failures
 
@@ -75,11 +78,20 @@ def play_seat(game: Environment, observation: np.ndarray, agent: Agent, tally: P
             tally.frames.append(np.array(game.screen()))
 
 
+class WindowClosed(Exception):
+    """The person's engine exited under a step: its window was closed."""
+
+
 def play_person(game: Environment, tally: PlayerTally) -> None:
     """The person's seat, in its thread: the game's tics let pass (the person's keys and mouse play them) until it
     is over, the person's scores kept as they change."""
     while True:
-        step = game.step(0)
+        try:
+            step = game.step(0)
+        except Exception as error:  # noqa: BLE001 - the person's engine exits when its window is closed
+            if type(error).__name__ == "ViZDoomUnexpectedExitException":
+                raise WindowClosed("the window was closed") from error
+            raise
         tally.steps, tally.heartbeat = tally.steps + 1, time.monotonic()
         tally.scores = game.scores()
         if step.game_over:
@@ -192,16 +204,23 @@ def play_match(agents: list[Agent], map_config: TrainConfig, minutes: float, bot
     try:
         if on_start is not None:
             on_start(match.port)
+        bounds = {seat: PERSON_STEP_TIMEOUT_SECONDS if player is None else step_timeout
+                  for seat, player in enumerate(seats)}
         match.watch(plays, lambda: {seat: tallies[seat].heartbeat for seat, play in plays.items() if not play.done()},
-                    step_timeout)
+                    bounds)
     except KeyboardInterrupt:
         match.fail("stopped by Ctrl-C")
         stopped = True
     finally:
         match.end()
     error = match.failure
-    if person and match.exited_seat == 0:  # the person's engine exits when its window is closed
+    # The person's engine exits when its window is closed (seen by the watch, or first by the person's own step),
+    # or it stops answering, deadlocked in its exit.
+    if person and (match.exited_seat == 0 or (plays[0].done() and isinstance(plays[0].exception(), WindowClosed))):
         error, stopped = f"{PERSON} closed the window", True
+    elif person and match.late_seat == 0:
+        error = f"your game stopped answering for {PERSON_STEP_TIMEOUT_SECONDS:g} s (its window closed?)"
+        stopped = True
     return match_result(seats, tallies, error, match.port, stopped), tallies[first_agent].frames
 
 

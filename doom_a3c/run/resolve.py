@@ -250,6 +250,9 @@ def resolve_new_run(given: dict[str, Any]) -> TrainConfig:
               + ", ".join(f"{k}={v}" for k, v in from_preset.items()), flush=True)
     config = with_precision(dataclasses.replace(config, **from_preset).validate())
     resolved = resolve_environment(evaluation_for_mode(config, given))
+    if from_preset.get("bot_curriculum") and not resolved.bots:  # --bots 0: no bots for a curriculum to move
+        resolved = dataclasses.replace(resolved, bot_curriculum=False)
+    resolved = resolved.validate()  # again: some checks need the scenario's values (the preset's games, the env)
     if resolved.plays_deathmatch():
         print(f"a deathmatch host's shaping, learning only: {shaping_line(resolved)}", flush=True)
     return resolved

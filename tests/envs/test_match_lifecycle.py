@@ -218,6 +218,20 @@ def test_a_step_past_its_bound_names_the_stopped_engine_else_the_seat_that_waite
                             f"step did not return within 3 s"
 
 
+def test_each_seat_may_have_its_own_bound_and_the_late_one_is_kept(ended):
+    """A person's seat keeps the game's clock and gets a shorter bound than the agents'."""
+    match = Match(2, name)
+    ended(match)
+    match.engines = FakeEngines()
+    bounds = {0: 10.0, 1: 30.0}
+    assert match.check(9.0, {0: 0.0, 1: 0.0}, bounds) is None and match.late_seat is None
+    assert match.check(11.0, {0: 0.0, 1: 0.0}, bounds) == "player p1's step did not return within 10 s"
+    assert match.late_seat == 0
+    match.late_seat = None
+    match.engines = FakeEngines(stopped=[1])  # a stopped engine is the cause: no seat counts as late
+    assert match.check(11.0, {0: 0.0}, bounds).startswith("player p2's engine is stopped") and match.late_seat is None
+
+
 def test_a_finished_seats_closed_engine_ends_nothing(ended):
     match = Match(2, name)
     ended(match)

@@ -108,6 +108,8 @@ def test_match_engines_finds_each_seats_engine_and_sees_it_stopped_and_exited():
     (["--bots", "2"], "--bots needs --opponent"),
     (["--scenario", "cig"], "--scenario needs --opponent"),
     (["--opponent", "{model}", "--export", "x"], "takes no --opponent"),
+    (["--model", "nowhere/last.ckpt", "--opponent", "{model}"], "--model: no checkpoint at nowhere/last.ckpt"),
+    (["--model", "{model}"], "--model given 2 times: several checkpoints play together in a match only"),
 ])
 def test_bad_match_flags_are_one_line_and_exit_2(tmp_path, capsys, flags, needle):
     model = tmp_path / "m"

@@ -115,6 +115,7 @@ class Match:
         self.over = threading.Event()  # the match is over (its end, a failure, or its player's say): no failure counts
         self.failure: str | None = None  # what ended the match early, the first thing found
         self.exited_seat: int | None = None  # the seat whose engine's exit ended the match (a closed window's)
+        self.late_seat: int | None = None  # the seat whose late step ended it
         self.games: list[Environment] = []  # by seat, once started
         self.observations: list[np.ndarray] = []  # each seat's first observation
         self._threads = [CallThread(f"match {player_name(seat)} {self.port}") for seat in range(seats)]
@@ -212,25 +213,30 @@ class Match:
     def _described(self, failure: str) -> str:
         return f"{self.title} on port {self.port}: {failure}" if self.title else failure
 
-    def check(self, now: float, waiting: Mapping[int, float], bound: float) -> str | None:
+    def check(self, now: float, waiting: Mapping[int, float], bound: float | Mapping[int, float]) -> str | None:
         """What ends the match at `now` (monotonic), or None. First a seat's engine that has exited, unless its
         play finished (its thread may never hear of the exit); then a seat whose call has been under way since
-        `waiting[seat]` for longer than `bound`: any stopped engine blocks every player, so the stopped one is
-        named first when it can be seen."""
+        `waiting[seat]` for longer than `bound` (one for all, or by seat): any stopped engine blocks every player,
+        so the stopped one is named first when it can be seen."""
         self.engines.find()
         finished = self.finished()
         exited = [seat for seat in self.engines.exited() if seat not in finished]
         if exited:
             self.exited_seat = exited[0]
             return f"{self.name(exited[0])} failed: its engine exited"
-        late = [seat for seat, since in sorted(waiting.items()) if now - since > bound]
+        seat_bound = (lambda seat: bound[seat]) if isinstance(bound, Mapping) else (lambda seat: bound)
+        late = [seat for seat, since in sorted(waiting.items()) if now - since > seat_bound(seat)]
         if not late:
             return None
-        waited = f"{self.name(late[0])}'s step did not return within {bound:g} s"
+        waited = f"{self.name(late[0])}'s step did not return within {seat_bound(late[0]):g} s"
         stopped = [seat for seat in self.engines.stopped() if seat not in finished]
-        return f"{self.name(stopped[0])}'s engine is stopped: {waited}" if stopped else waited
+        if stopped:
+            return f"{self.name(stopped[0])}'s engine is stopped: {waited}"
+        self.late_seat = late[0]
+        return waited
 
-    def watch(self, calls: Mapping[int, Future], waiting: Callable[[], Mapping[int, float]], bound: float) -> bool:
+    def watch(self, calls: Mapping[int, Future], waiting: Callable[[], Mapping[int, float]],
+              bound: float | Mapping[int, float]) -> bool:
         """Wait for `calls` (seat -> Future), looking at the match every WATCH_SECONDS meanwhile (`check`, with
         `waiting()`: the seats whose call is under way, since when). True once they all returned; False when the
         match failed and one has still not returned KILL_GRACE_SECONDS later (given up, said in `failure`)."""

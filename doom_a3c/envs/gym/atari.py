@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from doom_a3c.envs.display import draw_sdl_windows_in_software
 from doom_a3c.envs.gym.games import SeededOnce
 from doom_a3c.envs.gym.registry import (
     ATARI_ENTRY_POINT,
@@ -75,6 +76,8 @@ class AtariEnvironment(SeededOnce):
         # thrown away, and grey costs the emulator less than colour (GIFs read the colour screen directly).
         # With `window`, ale-py's human render mode shows the game (and plays its sound) at the ROM's own frame
         # rate; screen() reads the colour screen from the ALE either way.
+        if window:
+            draw_sdl_windows_in_software()
         base = gym_make(env_id, frameskip=1, render_mode="human" if window else "rgb_array", obs_type="grayscale")
         self.action_names: list[str] = list(base.unwrapped.get_action_meanings())
         if self.action_names[0] != "NOOP":  # Backgammon, VideoCheckers: no action that does nothing

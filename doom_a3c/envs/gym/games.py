@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from doom_a3c.envs.display import draw_sdl_windows_in_software
 from doom_a3c.envs.gym.registry import (
     ATARI_ENTRY_POINT,
     ATARI_FRAME_SIZE,
@@ -72,6 +73,8 @@ class _GymGame(SeededOnce):
         self.renders = "rgb_array" in modes
         if window and not self.renders and "human" not in modes:
             raise ConfigError(f"{env_id} has neither a human nor an rgb_array render mode: no window can show it")
+        if window:
+            draw_sdl_windows_in_software()
         self._env = gym_make(env_id, **({"render_mode": "rgb_array"} if self.renders else
                                         {"render_mode": "human"} if window else {}))
         self._frames = self._env  # what screen() renders: the rgb_array env, also under a window
