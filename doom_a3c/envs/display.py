@@ -59,12 +59,3 @@ def show_windows() -> None:
 
     if os.environ.get("SDL_VIDEODRIVER") == "dummy":
         del os.environ["SDL_VIDEODRIVER"]
-
-
-def draw_sdl_windows_in_software() -> None:
-    """For a window SDL opens in this process (ale-py's, pygame's): drawn without OpenGL. SDL's OpenGL path loads
-    Mesa's software driver (llvmpipe, on a machine without a GPU), whose LLVM symbols resolve into TensorFlow's own
-    copy of LLVM and crash the process at the window's first frame. A person's own settings are kept; ViZDoom's
-    engines are processes of their own, and keep SDL's defaults."""
-    os.environ.setdefault("SDL_RENDER_DRIVER", "software")
-    os.environ.setdefault("SDL_FRAMEBUFFER_ACCELERATION", "0")

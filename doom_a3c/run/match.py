@@ -30,7 +30,8 @@ from doom_a3c.config import TrainConfig
 from doom_a3c.envs.display import display_problem, show_windows
 from doom_a3c.envs.doom.action_sets import missing_buttons
 from doom_a3c.envs.doom.game import locate_cfg
-from doom_a3c.envs.doom.match_lifecycle import START_TIMEOUT_SECONDS, MatchLost, seat_seeds, start_match
+from doom_a3c.envs.doom.match_lifecycle import (START_TIMEOUT_SECONDS, MatchLost, MatchStopped, seat_seeds,
+                                                start_match)
 from doom_a3c.envs.doom.multiplayer import (DEFAULT_MATCH_MINUTES, Seat, is_multiplayer, player_name,
                                             seat_game_args, time_limit)
 from doom_a3c.envs.engine import quiet_engines
@@ -193,8 +194,8 @@ def play_match(agents: list[Agent], map_config: TrainConfig, minutes: float, bot
     tallies = [PlayerTally() for _ in seats]
     try:
         match = start_match(len(seats), makers, name, start_timeout=start_timeout, on_retry=on_retry)
-    except MatchLost as lost:
-        return match_result(seats, tallies, str(lost), lost.port), []
+    except (MatchLost, MatchStopped) as lost:  # MatchStopped: Ctrl-C during the start
+        return match_result(seats, tallies, str(lost), lost.port, isinstance(lost, MatchStopped)), []
     plays = {seat: match.play(seat, functools.partial(play_person, match.games[seat], tallies[seat])
                               if player is None else
                               functools.partial(play_seat, match.games[seat], match.observations[seat], player,

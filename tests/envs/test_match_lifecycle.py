@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from doom_a3c.envs.doom import match_lifecycle
-from doom_a3c.envs.doom.match_lifecycle import Match, MatchLost, fresh_port, seat_seeds, start_match
+from doom_a3c.envs.doom.match_lifecycle import Match, MatchLost, MatchStopped, fresh_port, seat_seeds, start_match
 from doom_a3c.envs.doom.multiplayer import Seat, match_engines, player_name, seat_game_args
 from doom_a3c.envs.engine import process_state
 from doom_a3c.envs.interface import Step
@@ -169,6 +169,27 @@ def test_a_failed_start_kills_the_engines_once_the_other_seats_starts_end_or_the
 
 
 @pytest.mark.slow
+def test_ctrl_c_while_a_match_starts_kills_its_engines_and_tries_no_other_start():
+    """Ctrl-C reaches the main thread while it waits for the seats' starts (a host waiting for a joiner that never
+    comes): the engines are killed at once, the starts end, and no second start is tried."""
+    tries, engines = [], []
+
+    def seat(port, index):
+        tries.append(port)
+        engine = stand_in_engine(port, index)
+        engines.append(engine)
+        wait_for(lambda: engine.poll() is not None, 30)  # ViZDoom's start ends when its engine is killed
+        raise RuntimeError("ViZDoomUnexpectedExitException: the engine exited")
+
+    # SIGINT to the main thread, as Ctrl-C sends it (interrupt_main would not wake a blocked wait)
+    threading.Timer(2.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+    started = time.monotonic()
+    with pytest.raises(MatchStopped, match="stopped by Ctrl-C") as stopped:
+        start_match(2, lambda port: [lambda: seat(port, 0), lambda: seat(port, 1)], name, start_timeout=30)
+    assert time.monotonic() - started < 10 and set(tries) == {stopped.value.port}
+    assert all(engine.poll() is not None for engine in engines)
+
+
 def test_no_seat_starts_after_one_before_it_failed_and_the_start_is_tried_again_on_another_port():
     """A joiner started after its host failed would only wait for it, and its start would hold up the end."""
     tries, retries = [], []

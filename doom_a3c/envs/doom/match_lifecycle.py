@@ -59,6 +59,15 @@ class MatchLost(RuntimeError):
         self.port = port
 
 
+class MatchStopped(KeyboardInterrupt):
+    """Ctrl-C while the match started: its engines were killed (a KeyboardInterrupt still, to whoever does not
+    handle it)."""
+
+    def __init__(self, failure: str, port: int):
+        super().__init__(failure)
+        self.port = port
+
+
 def seat_seeds(seed: int, match: int, seats: int) -> list[int]:
     """The engine seeds of a match's seats: the `match`-th match from `seed`, one seed apart per seat."""
     return [seed + MATCH_SEED_STRIDE * match + SEAT_SEED_STRIDE * seat for seat in range(seats)]
@@ -135,13 +144,18 @@ class Match:
         import vizdoom
 
         prepare_leash(vizdoom)  # here, before the seats' threads start engines side by side
-        with MATCH_START_LOCK:
-            for seat, make in enumerate(makers):
-                self._starts.append(self.submit(seat, self._start_seat, seat, make))
-                self._wait_for_engine(seat + 1, self._starts[-1])
-                if self._starts[-1].done() and self._starts[-1].exception() is not None:
-                    break  # no seat joins a match already failed: it would wait for the host for nothing
-            _, late = wait(self._starts, timeout=self.start_timeout, return_when=FIRST_EXCEPTION)
+        try:
+            with MATCH_START_LOCK:
+                for seat, make in enumerate(makers):
+                    self._starts.append(self.submit(seat, self._start_seat, seat, make))
+                    self._wait_for_engine(seat + 1, self._starts[-1])
+                    if self._starts[-1].done() and self._starts[-1].exception() is not None:
+                        break  # no seat joins a match already failed: it would wait for the host for nothing
+                _, late = wait(self._starts, timeout=self.start_timeout, return_when=FIRST_EXCEPTION)
+        except KeyboardInterrupt:
+            self.fail("stopped by Ctrl-C")  # every engine killed: the seats' starts return
+            self.end()
+            raise MatchStopped(self.failure, self.port) from None
         failure = self._start_failure(late)
         if failure is not None:
             self.failure = self._described(failure)

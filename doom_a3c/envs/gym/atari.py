@@ -5,13 +5,13 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from doom_a3c.envs.display import draw_sdl_windows_in_software
 from doom_a3c.envs.gym.games import SeededOnce
 from doom_a3c.envs.gym.registry import (
     ATARI_ENTRY_POINT,
     ATARI_EXAMPLES,
     ATARI_FRAME_SIZE,
     ATARI_FRAMES_PER_SECOND,
+    draw_sdl_windows_in_software,
     gym_make,
     registered_spec,
 )

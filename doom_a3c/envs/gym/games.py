@@ -11,12 +11,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from doom_a3c.envs.display import draw_sdl_windows_in_software
 from doom_a3c.envs.gym.registry import (
     ATARI_ENTRY_POINT,
     ATARI_FRAME_SIZE,
     SUPPORTED_KINDS,
     check_discrete_actions,
+    draw_sdl_windows_in_software,
     is_image_box,
     gym_make,
     render_modes,

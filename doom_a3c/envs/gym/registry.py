@@ -35,9 +35,19 @@ from doom_a3c.errors import ConfigError, one_line
 
 # Rendering (CartPole's rgb_array) initialises pygame, whose display and audio set-up print an "error:"
 # line on a machine without a desktop session. A game shown in a window (play.py --window, --human) takes the video
-# driver back first (doom_a3c/envs/display.py's show_windows).
+# driver back first (doom_a3c/envs/display.py's show_windows), and draws in software (below).
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
+
+def draw_sdl_windows_in_software() -> None:
+    """For a window SDL opens in this process (ale-py's, pygame's): drawn without OpenGL. SDL's OpenGL path loads
+    Mesa's software driver (llvmpipe, on a machine without a GPU), whose LLVM symbols resolve into TensorFlow's own
+    copy of LLVM and crash the process at the window's first frame. A person's own settings are kept; ViZDoom's
+    engines are processes of their own, and keep SDL's defaults."""
+    os.environ.setdefault("SDL_RENDER_DRIVER", "software")
+    os.environ.setdefault("SDL_FRAMEBUFFER_ACCELERATION", "0")
+
 
 ATARI_ENTRY_POINT = "ale_py.env:AtariEnv"
 ATARI_FRAME_SIZE = 84
