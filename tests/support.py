@@ -419,12 +419,18 @@ def clean_up(proc, pids):
     proc.errors.close()
 
 
+def hear_ctrl_c() -> None:
+    """In a child before its exec: SIGINT's default back, so that its Python turns Ctrl-C into KeyboardInterrupt (a
+    suite started in the background of a shell ignores SIGINT, and its children would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_play(tmp_path, name, *flags, env=None):
     """play.py in a session of its own (env: its environment, a display's say), output to NAME.out and NAME.err (a
     pipe could be held open by a leftover engine)."""
     out, err = open(tmp_path / f"{name}.out", "w"), open(tmp_path / f"{name}.err", "w")
     proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "play.py"), *map(str, flags)], cwd=tmp_path,
-                            env=env, stdout=out, stderr=err, start_new_session=True)
+                            env=env, stdout=out, stderr=err, start_new_session=True, preexec_fn=hear_ctrl_c)
     proc.out_path, proc.err_path = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
     return proc
 

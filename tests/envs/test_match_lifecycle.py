@@ -169,9 +169,10 @@ def test_a_failed_start_kills_the_engines_once_the_other_seats_starts_end_or_the
 
 
 @pytest.mark.slow
-def test_ctrl_c_while_a_match_starts_kills_its_engines_and_tries_no_other_start():
-    """Ctrl-C reaches the main thread while it waits for the seats' starts (a host waiting for a joiner that never
-    comes): the engines are killed at once, the starts end, and no second start is tried."""
+def test_ctrl_c_while_a_match_starts_kills_its_engines_and_tries_no_other_start(monkeypatch):
+    """Ctrl-C reaches the main thread while it waits for the seats' starts (here: while it waits for the joiner's
+    engine, the host's start waiting for the joiner): the engines are killed at once, the starts end, and no second
+    start is tried."""
     tries, engines = [], []
 
     def seat(port, index):
@@ -181,12 +182,18 @@ def test_ctrl_c_while_a_match_starts_kills_its_engines_and_tries_no_other_start(
         wait_for(lambda: engine.poll() is not None, 30)  # ViZDoom's start ends when its engine is killed
         raise RuntimeError("ViZDoomUnexpectedExitException: the engine exited")
 
-    # SIGINT to the main thread, as Ctrl-C sends it (interrupt_main would not wake a blocked wait)
-    threading.Timer(2.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+    wait_for_engine = Match._wait_for_engine
+
+    def ctrl_c_at_the_joiner(self, engines_wanted, starting):
+        wait_for_engine(self, engines_wanted, starting)
+        if engines_wanted == 2:
+            raise KeyboardInterrupt  # where the main thread's SIGINT would land
+
+    monkeypatch.setattr(Match, "_wait_for_engine", ctrl_c_at_the_joiner)
     started = time.monotonic()
     with pytest.raises(MatchStopped, match="stopped by Ctrl-C") as stopped:
         start_match(2, lambda port: [lambda: seat(port, 0), lambda: seat(port, 1)], name, start_timeout=30)
-    assert time.monotonic() - started < 10 and set(tries) == {stopped.value.port}
+    assert time.monotonic() - started < 10 and set(tries) == {stopped.value.port} and len(engines) == 2
     assert all(engine.poll() is not None for engine in engines)
 
 
