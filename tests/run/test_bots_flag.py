@@ -57,7 +57,7 @@ def test_bots_on_a_users_map_make_it_a_deathmatch_host(own_map, tmp_path, capsys
 
 # What --bots N and cig run unless a flag says otherwise (scenarios/defaults/doom.toml's [deathmatch.train]).
 DEATHMATCH_TRAIN = {"eval_episodes": 4, "eval_greedy": False, "eval_every_minutes": 10.0, "epochs": 3,
-                    "minibatches": 2, "bot_curriculum": True, "enemy_coef": 0.1, "learning_rate": 1e-4}
+                    "minibatches": 2, "bot_curriculum": True, "enemy_coef": 0.3, "learning_rate": 1e-4}
 
 
 def test_the_table_holds_the_recipe_these_tests_name():
