@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from doom_a3c.algo.exploration import EpsilonSchedule
-from doom_a3c.algo.learner import GlobalLearner, GradientStep
+from doom_a3c.algo.learner import GlobalLearner, GradientStep, uses_clipped_passes
 from doom_a3c.algo.local_copy import LocalCopy
 from doom_a3c.algo.model.actor_critic import LSTMState, build_actor_critic
 from doom_a3c.algo.returns import discounted_returns, n_step_targets
@@ -25,6 +25,7 @@ from doom_a3c.errors import ConfigError
 from doom_a3c.modes.a3c import A3CWorker
 from doom_a3c.run.presets import own_map_defaults
 from doom_a3c.run.resolve import resolve_new_run
+from doom_a3c.run.saved_config import resolve_resumed_run, upgrade_saved_config
 from doom_a3c.runtime.state import RunState
 
 from support import VECTOR_SHAPE, fake_rollout
@@ -347,18 +348,17 @@ def test_a_boolean_flag_beats_the_preset_both_ways(flags, field, value):
 
 
 def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
-    """scenarios/atari.toml's [train] table applies to any ALE id, under a game's own preset (Pong's) if it has one."""
-    for game in ("ALE/Breakout-v5", "ALE/Qbert-v5"):
+    """scenarios/atari.toml's [train] table applies to any ALE id, Pong's as well: no game has a preset of its own."""
+    for game in ("ALE/Breakout-v5", "ALE/Qbert-v5", "ALE/Pong-v5"):
         preset = resolve_new_run({"scenario": game})
         assert preset.rollout == 20 and preset.envs_per_worker == 12 and preset.gae_lambda == 1.0
         assert preset.frame_stack == 4 and preset.lstm is False and preset.activation == "relu"
-        assert preset.frame_norm == "background" and preset.frame_background == 0.0  # their background is black
+        assert preset.frame_norm == "background"
         assert preset.learning_rate == 7e-4
+        assert (preset.epochs, preset.minibatches, preset.clip_ratio) == (2, 2, 0.2)  # two clipped passes of two
         assert preset.weight_init == "glorot" and preset.optimizer == "adam"
         assert preset.env_kind == ATARI and preset.clip_rewards is True and preset.frame_skip == 4
-    pong = resolve_new_run({"scenario": "ALE/Pong-v5"})  # its own preset: the recipe it was measured on, with ReLU
-    assert (pong.activation, pong.lstm, pong.frame_stack, pong.frame_norm) == ("relu", True, 1, "standardize")
-    assert (pong.envs_per_worker, pong.learning_rate, pong.gae_lambda, pong.clip_rewards) == (4, 3e-4, 0.95, True)
+    assert resolve_new_run({"scenario": "ALE/Breakout-v5"}).frame_background == 0.0  # its background is black
     assert resolve_new_run({"scenario": "ALE/Pong-v5", "rollout": 30}).rollout == 30
     assert resolve_new_run({"scenario": "ALE/Breakout-v5", "gae_lambda": 0.95}).gae_lambda == 0.95
     assert resolve_new_run({"scenario": "ALE/Breakout-v5", "activation": "elu"}).activation == "elu"
@@ -366,8 +366,25 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
     assert resolve_new_run({"scenario": "basic.wad"}).activation == "elu"  # Doom keeps ELU
 
 
+def test_the_atari_passes_give_way_to_a_flag_to_fewer_games_and_to_a_run_saved_with_one_update(capsys):
+    """--epochs 1 gives back A3C's one update a rollout; one game a worker cannot be split in two, so it takes one
+    minibatch (and says so); a run saved with one update a rollout resumes with one whatever the defaults say."""
+    one_update = resolve_new_run({"scenario": "ALE/Breakout-v5", "epochs": 1, "minibatches": 1})
+    assert not uses_clipped_passes(one_update)
+    capsys.readouterr()
+    one_game = resolve_new_run({"scenario": "ALE/Breakout-v5", "envs_per_worker": 1})
+    assert (one_game.epochs, one_game.minibatches) == (2, 1)
+    assert "epochs=2, minibatches=1" in capsys.readouterr().out
+
+    saved = json.loads(one_update.to_json())
+    resumed = resolve_resumed_run(upgrade_saved_config(saved, "old/last.ckpt"), {"max_steps": 10}, "old/last.ckpt")
+    assert (resumed.epochs, resumed.minibatches) == (1, 1)
+    before_the_passes = {k: v for k, v in saved.items() if k not in ("epochs", "minibatches", "clip_ratio")}
+    assert not uses_clipped_passes(upgrade_saved_config(before_the_passes, "old/last.ckpt"))
+
+
 @pytest.mark.parametrize("game,flags", [("ALE/Qbert-v5", {}), ("ALE/Phoenix-v5", {}),
-                                        ("ALE/Pong-v5", {"preset": False})])
+                                        ("ALE/Pong-v5", {})])
 def test_every_atari_game_resolves_to_breakouts_config_but_for_the_games_own_facts(game, flags, tmp_path):
     """One default set: a game's run differs from Breakout's only in what the game itself is (its id, its action
     set, its background grey), never in a learning value; Pong does so with --no-preset (its own preset off)."""

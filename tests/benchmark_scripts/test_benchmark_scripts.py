@@ -391,8 +391,8 @@ def test_summary_over_seeds_and_scenarios_by_hand(tmp_path):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("flags", [[], ["--", "--no-ale-vector"]])
 def test_atari_time_splits_pongs_agent_steps_into_their_parts_with_the_atari_defaults(tmp_path, monkeypatch, flags):
-    """Two timed rollouts of the config train.py resolves for Pong (4 games x 20 steps, frame skip 4; its own preset): 160 agent
-    steps, every part took time (preprocessing only off the vector env, which does it in C++ within the emulator's
+    """Two timed rollouts of the config train.py resolves for Pong (the Atari defaults: 12 games x 20 steps, frame
+    skip 4): 480 agent steps, every part took time (preprocessing only off the vector env, which does it in C++ within the emulator's
     part), the shares add up to 1, and the ceiling doubles on two cores, x4 in frames."""
     import json
 
@@ -403,8 +403,8 @@ def test_atari_time_splits_pongs_agent_steps_into_their_parts_with_the_atari_def
     report = json.loads((tmp_path / "atari_time.json").read_text())
     assert report["game"] == "ALE/Pong-v5" and report["train"] is None
     assert {k: report["config"][k] for k in ("envs_per_worker", "rollout", "frame_skip")} == \
-        {"envs_per_worker": 4, "rollout": 20, "frame_skip": 4}
-    assert report["agent_steps"] == 160
+        {"envs_per_worker": 12, "rollout": 20, "frame_skip": 4}
+    assert report["agent_steps"] == 480
     parts = report["cpu_ms_per_agent_step"]
     assert list(parts) == ["emulator", "preprocessing", "forward pass", "learning", "other"]
     in_vector_env = not flags

@@ -96,6 +96,7 @@ def test_atari_run_reports_whole_game_scores_and_colour_gifs(breakout):
     assert config["scenario"] == "ALE/Breakout-v5" and config["env_kind"] == "atari"
     assert config["clip_rewards"] is True and config["frame_skip"] == 4  # resolved for Atari and saved
     assert config["ale_vector"] is True and config["env_processes"] == 0  # ale-py's vector env, saved as run
+    assert (config["epochs"], config["minibatches"]) == (2, 2)  # the Atari defaults' two clipped passes, as run
     rows = read_rows(model / "progress.csv")
     assert rows, "no game finished"
     # A whole game of Breakout is 5 lives: a random player needs well over 40 agent steps for it.
