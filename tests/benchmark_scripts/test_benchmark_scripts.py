@@ -392,8 +392,8 @@ def test_summary_over_seeds_and_scenarios_by_hand(tmp_path):
 @pytest.mark.parametrize("flags", [[], ["--", "--no-ale-vector"]])
 def test_atari_time_splits_pongs_agent_steps_into_their_parts_with_the_atari_defaults(tmp_path, monkeypatch, flags):
     """Two timed rollouts of the config train.py resolves for Pong (the Atari defaults: 12 games x 20 steps, frame
-    skip 4): 480 agent steps, every part took time (preprocessing only off the vector env, which does it in C++ within the emulator's
-    part), the shares add up to 1, and the ceiling doubles on two cores, x4 in frames."""
+    skip 4): 480 agent steps, every part took time (preprocessing only off the vector env, which does it in C++
+    within the emulator's part), the shares add up to 1, and the ceiling doubles on two cores, x4 in frames."""
     import json
 
     pytest.importorskip("ale_py")
