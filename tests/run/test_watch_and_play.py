@@ -422,8 +422,11 @@ def test_window_shows_an_atari_game_and_a_gymnasium_env(request, tmp_path, displ
         assert shown is not None, f"exit {proc.poll()}: {proc.err_path.read_text()[-2000:]}"
         window, geometry = shown
         assert geometry["WIDTH"] >= 150 and geometry["HEIGHT"] >= 150, geometry
-        time.sleep(0.5)
+        deadline = time.monotonic() + 10  # a window mapped before its first frame is drawn is black for a moment
         pixels = display.screenshot(geometry)
+        while pixels.std() <= 5 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.25)
+            pixels = display.screenshot(geometry)
         save_screenshot(pixels, tmp_path, f"watch-window-{game}.png")
         assert pixels.std() > 5, f"a blank window: std {pixels.std():.1f}"
     finally:
