@@ -7,8 +7,8 @@ asked for.
     python benchmarks/compare_deathmatch.py --run "doom_a3c seed 0=/tmp/ours/models:6" \
         --run "Kieliger's PPO seed 0=/tmp/kieliger-seed0:4" --out docs/figures/deathmatch_vs_kieliger.png
 
-Each --run is LABEL=FOLDER:FRAME_SKIP, FOLDER holding eval.csv (a train.py model dir, or the peer's --out);
-FRAME_SKIP turns its env steps into frames (train.py's deathmatch: 6; the peer's: 4). Both are read by
+Each --run is LABEL=FOLDER:FRAME_SKIP, FOLDER holding eval.csv (a train.py model dir, or the peer's --out), or
+LABEL=FILE.csv:FRAME_SKIP for an evaluations CSV kept elsewhere (docs/curves/*_eval.csv); FRAME_SKIP turns its env steps into frames (train.py's deathmatch: 6; the peer's: 4). Both are read by
 doom_a3c/run/summaries.py's reader.
 """
 import argparse
@@ -34,8 +34,8 @@ def parse_run(text: str) -> tuple[str, str, int]:
 
 
 def evaluations(folder: str, frame_skip: int) -> list[tuple[float, float, float]]:
-    """(minutes, frames, mean frags a match) of each evaluation in FOLDER/eval.csv, in order."""
-    path = os.path.join(folder, "eval.csv")
+    """(minutes, frames, mean frags a match) of each evaluation in FOLDER/eval.csv (or in FOLDER, a .csv), in order."""
+    path = folder if folder.endswith(".csv") else os.path.join(folder, "eval.csv")
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such file (a train.py model dir or the peer's --out holds eval.csv)")
     return [(row["wall_s"] / 60.0, row["env_steps"] * frame_skip, row["mean"]) for row in read_progress(path)]
@@ -87,7 +87,7 @@ def plot(runs: dict[str, list[tuple[float, float, float]]], out: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", action="append", required=True, help="LABEL=FOLDER:FRAME_SKIP (repeat)")
+    parser.add_argument("--run", action="append", required=True, help="LABEL=FOLDER:FRAME_SKIP or LABEL=FILE.csv:FRAME_SKIP (repeat)")
     parser.add_argument("--out", default=None, help="the figure (.png); none without it")
     parser.add_argument("--minutes", type=float, nargs="*", default=[30.0, 60.0])
     parser.add_argument("--frames", type=float, nargs="*", default=[f for f, _ in PUBLISHED])

@@ -43,10 +43,19 @@ def test_each_runs_evaluation_nearest_the_minutes_and_frames(compare, tmp_path, 
     assert (tmp_path / "figure.png").stat().st_size > 10_000
 
 
+def test_a_run_given_as_its_evaluations_csv_reads_as_its_folder(compare, tmp_path):
+    folder = write_evaluations(tmp_path / "ours", [(600, 300_000, 3.0), (1800, 900_000, 6.5)])
+    kept = tmp_path / "ours_eval.csv"
+    kept.write_bytes((tmp_path / "ours" / "eval.csv").read_bytes())
+    assert compare.evaluations(str(kept), 6) == compare.evaluations(folder, 6) == [(10.0, 1.8e6, 3.0),
+                                                                                   (30.0, 5.4e6, 6.5)]
+
+
 @pytest.mark.parametrize("run, problem", [("ours/models:6", "expected LABEL=FOLDER:FRAME_SKIP"),
                                           ("ours=/tmp/x", "expected LABEL=FOLDER:FRAME_SKIP"),
                                           ("ours=/tmp/x:0", "expected LABEL=FOLDER:FRAME_SKIP"),
-                                          ("ours={missing}:6", "eval.csv: no such file")])
+                                          ("ours={missing}:6", "eval.csv: no such file"),
+                                          ("ours={missing}.csv:6", "nothing.csv: no such file")])
 def test_a_bad_run_is_one_line_and_exit_2(compare, tmp_path, capsys, run, problem):
     assert compare.main(["--run", run.format(missing=tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err
