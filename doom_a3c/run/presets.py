@@ -109,7 +109,10 @@ def preset_train_defaults(scenario: str, kind: str, preset: dict,
         source = f"{scenario} has no preset; the defaults for such maps (defaults/doom.toml)"
     if deathmatch and deathmatch.get("train"):
         source += ", a deathmatch host (defaults/doom.toml's [deathmatch.train])"
-    defaults = {**defaults, **(deathmatch or {}).get("train", {}), **preset.get("train", {})}
+    # A value the map's preset sets at its top level (cig's frame_skip) wins over the deathmatch table's, as it does
+    # over the defaults' [train] (`_over`).
+    deathmatch_train = {key: value for key, value in (deathmatch or {}).get("train", {}).items() if key not in preset}
+    defaults = {**defaults, **deathmatch_train, **preset.get("train", {})}
     known = {f.name for f in dataclasses.fields(TrainConfig)} - {"preset"}  # a preset cannot turn itself off
     unknown = sorted(set(defaults) - known)
     if unknown:

@@ -10,8 +10,9 @@ import pytest
 import vizdoom
 
 from doom_a3c.config import TrainConfig
+from doom_a3c.envs.scenario import DOOM
 from doom_a3c.errors import ConfigError
-from doom_a3c.run.presets import PRESETS_DIR, own_map_defaults
+from doom_a3c.run.presets import PRESETS_DIR, own_map_defaults, preset_train_defaults
 from doom_a3c.run.resolve import resolve_new_run
 from doom_a3c.run.saved_config import resolve_resumed_run
 
@@ -46,7 +47,9 @@ def test_bots_on_a_users_map_make_it_a_deathmatch_host(own_map, tmp_path, capsys
     assert all(getattr(alone, name) != value for name, value in DEATHMATCH_TRAIN.items())
     same = {f.name for f in dataclasses.fields(config)} - {"bots", "game_args", "frag_reward", "reward_shaping",
                                                            "movement_shaping"}
-    assert all(getattr(config, name) == getattr(alone, name) for name in same - set(DEATHMATCH_TRAIN))
+    # (a .cfg's delta buttons are binned by what a step of frame_skip tics turns: they follow the table's frame skip)
+    assert all(getattr(config, name) == getattr(alone, name)
+               for name in same - set(DEATHMATCH_TRAIN) - {"actions", "action_heads"})
     printed = capsys.readouterr().out
     assert ("a deathmatch host's shaping, learning only: DAMAGECOUNT +0.01, HEALTH +0.02/-0.01, ARMOR +0.01, "
             "AMMO2 +0.02/-0.01") in printed
@@ -57,7 +60,7 @@ def test_bots_on_a_users_map_make_it_a_deathmatch_host(own_map, tmp_path, capsys
 
 # What --bots N and cig run unless a flag says otherwise (scenarios/defaults/doom.toml's [deathmatch.train]).
 DEATHMATCH_TRAIN = {"eval_episodes": 4, "eval_greedy": False, "eval_every_minutes": 10.0, "epochs": 3,
-                    "minibatches": 2, "bot_curriculum": True, "enemy_coef": 0.3, "learning_rate": 1e-4}
+                    "minibatches": 2, "bot_curriculum": True, "enemy_coef": 0.3, "learning_rate": 1e-4, "frame_skip": 4}
 
 
 def test_the_table_holds_the_recipe_these_tests_name():
@@ -67,7 +70,7 @@ def test_the_table_holds_the_recipe_these_tests_name():
 @pytest.mark.parametrize("flags, field, value", [
     (["--no-bot-curriculum"], "bot_curriculum", False), (["--epochs", "1"], "epochs", 1),
     (["--enemy-coef", "0"], "enemy_coef", 0.0), (["--minibatches", "1"], "minibatches", 1),
-    (["--learning-rate", "5e-4"], "learning_rate", 5e-4)])
+    (["--learning-rate", "5e-4"], "learning_rate", 5e-4), (["--frame-skip", "6"], "frame_skip", 6)])
 def test_each_part_of_the_recipe_turns_off_with_its_flag(own_map, tmp_path, flags, field, value):
     from doom_a3c.config import build_parser, given_values
 
@@ -108,14 +111,27 @@ def test_a_resumed_run_keeps_the_recipe_it_was_trained_with(own_map, tmp_path):
     resumed = resolve_resumed_run(saved, {}, "models/arena")
     assert {name: getattr(resumed, name) for name in DEATHMATCH_TRAIN} == DEATHMATCH_TRAIN
     old = dataclasses.replace(saved, epochs=1, minibatches=1, bot_curriculum=False, enemy_coef=0.0,
-                              learning_rate=5e-4, movement_shaping=[])
+                              learning_rate=5e-4, movement_shaping=[], frame_skip=6)
     old_resumed = resolve_resumed_run(TrainConfig.from_dict(json.loads(old.to_json())), {}, "models/arena")
     assert (old_resumed.epochs, old_resumed.minibatches, old_resumed.bot_curriculum, old_resumed.enemy_coef,
-            old_resumed.learning_rate, old_resumed.movement_shaping) == (1, 1, False, 0.0, 5e-4, [])
+            old_resumed.learning_rate, old_resumed.movement_shaping, old_resumed.frame_skip) == \
+        (1, 1, False, 0.0, 5e-4, [], 6)
     # a config saved before movement_shaping existed: none, as it was trained
     data = json.loads(old.to_json())
     del data["movement_shaping"]
     assert resolve_resumed_run(TrainConfig.from_dict(data), {}, "models/arena").movement_shaping == []
+
+
+def test_a_value_a_hosts_preset_sets_at_its_top_level_wins_over_the_table():
+    """A map's own preset over the deathmatch table: cig's top-level frame_skip, or a user's preset's, is not
+    replaced by the table's [deathmatch.train] value; the rest of the table still applies."""
+    table = own_map_defaults()["deathmatch"]
+    preset = {"game_args": table["game_args"], "frame_skip": 6}
+    defaults, _ = preset_train_defaults("arena", DOOM, preset, table)
+    assert "frame_skip" not in defaults  # resolve_environment then takes the preset's 6
+    assert {name: defaults[name] for name in DEATHMATCH_TRAIN if name != "frame_skip"} == \
+        {name: value for name, value in DEATHMATCH_TRAIN.items() if name != "frame_skip"}
+    assert preset_train_defaults("arena", DOOM, {"game_args": table["game_args"]}, table)[0]["frame_skip"] == 4
 
 
 def test_cig_hosts_as_bots_does_and_bots_zero_means_none(tmp_path):
