@@ -8,7 +8,8 @@ asked for.
         --run "Kieliger's PPO seed 0=/tmp/kieliger-seed0:4" --out docs/figures/deathmatch_vs_kieliger.png
 
 Each --run is LABEL=FOLDER:FRAME_SKIP, FOLDER holding eval.csv (a train.py model dir, or the peer's --out), or
-LABEL=FILE.csv:FRAME_SKIP for an evaluations CSV kept elsewhere (docs/curves/*_eval.csv); FRAME_SKIP turns its env steps into frames (train.py's deathmatch: 6; the peer's: 4). Both are read by
+LABEL=FILE.csv:FRAME_SKIP for an evaluations CSV kept elsewhere (docs/curves/*_eval.csv); FRAME_SKIP turns its env
+steps into frames (train.py's deathmatch: 4, or 6 for a run made with --frame-skip 6; the peer's: 4). Both are read by
 doom_a3c/run/summaries.py's reader.
 """
 import argparse
@@ -87,7 +88,8 @@ def plot(runs: dict[str, list[tuple[float, float, float]]], out: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", action="append", required=True, help="LABEL=FOLDER:FRAME_SKIP or LABEL=FILE.csv:FRAME_SKIP (repeat)")
+    parser.add_argument("--run", action="append", required=True,
+                        help="LABEL=FOLDER:FRAME_SKIP or LABEL=FILE.csv:FRAME_SKIP (repeat)")
     parser.add_argument("--out", default=None, help="the figure (.png); none without it")
     parser.add_argument("--minutes", type=float, nargs="*", default=[30.0, 60.0])
     parser.add_argument("--frames", type=float, nargs="*", default=[f for f, _ in PUBLISHED])

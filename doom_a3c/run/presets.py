@@ -70,8 +70,12 @@ def load_preset(name: str, _seen: tuple[str, ...] = ()) -> dict:
 def _over(base: dict, preset: dict) -> dict:
     """`preset` over `base`, top level and [train] table alike. A value the preset sets at its top level (frame_skip,
     reward_scale, ...) also drops the base's [train] value of that name, which would otherwise win over it."""
-    base_train = {key: value for key, value in base.get("train", {}).items() if key not in preset}
-    return {**base, **preset, "train": {**base_train, **preset.get("train", {})}}
+    return {**base, **preset, "train": {**_not_set_by(preset, base.get("train", {})), **preset.get("train", {})}}
+
+
+def _not_set_by(preset: dict, train: dict) -> dict:
+    """`train` less the values `preset` sets at its top level, which win over a [train] table beneath them."""
+    return {key: value for key, value in train.items() if key not in preset}
 
 
 def preset_name(config: TrainConfig) -> str:
@@ -111,8 +115,7 @@ def preset_train_defaults(scenario: str, kind: str, preset: dict,
         source += ", a deathmatch host (defaults/doom.toml's [deathmatch.train])"
     # A value the map's preset sets at its top level (cig's frame_skip) wins over the deathmatch table's, as it does
     # over the defaults' [train] (`_over`).
-    deathmatch_train = {key: value for key, value in (deathmatch or {}).get("train", {}).items() if key not in preset}
-    defaults = {**defaults, **deathmatch_train, **preset.get("train", {})}
+    defaults = {**defaults, **_not_set_by(preset, (deathmatch or {}).get("train", {})), **preset.get("train", {})}
     known = {f.name for f in dataclasses.fields(TrainConfig)} - {"preset"}  # a preset cannot turn itself off
     unknown = sorted(set(defaults) - known)
     if unknown:
