@@ -159,11 +159,18 @@ def run_suite(games: list[str], seeds: list[int], budget: Budget, out: str, extr
                 continue
             with open(os.path.join(run_dir, DONE_FILE), "w") as handle:
                 json.dump({"game": game, "seed": seed, "budget": budget._asdict()}, handle)
-            write_report(read_suite_folder(out, games), out)
+            write_report(read_suite_folder(out, games_in_folder(out)), out)
     return failed
 
 
 # ---- report: the scores at the marks, normalised, and their IQM -----------------------------------------------------
+def games_in_folder(out: str) -> list[str]:
+    """The suite's games that have a run folder in `out`, in the suite's order: a suite run a few games at a time
+    reports every game run so far, not only the last invocation's."""
+    names = os.listdir(out) if os.path.isdir(out) else []
+    return [game for game in GAMES if any(re.fullmatch(rf"{game}_seed\d+", name) for name in names)]
+
+
 def read_suite_folder(out: str, games: list[str]) -> list[Run]:
     """The runs in `out`'s <Game>_seed<k> folders, for `games`, in the order of `games` then seeds."""
     if not os.path.isdir(out):
@@ -255,7 +262,8 @@ def shown(value: float | None, digits: int = 1) -> str:
 
 def markdown(summary: dict) -> list[str]:
     """One table per mark, its IQM line and its notes, then the sources."""
-    lines = [f"# Atari suite: {len(summary['games'])} games", "",
+    count = len(summary["games"])
+    lines = [f"# Atari suite: {count} game{'s' * (count > 1)}", "",
              (f"Scores: the {summary['measure']} (Dopamine's measure); HNS: human-normalised, "
               f"{summary['normalised']}."), ""]
     for name, mark in summary["marks"].items():
@@ -284,9 +292,11 @@ def iqm_line(iqm: dict) -> str:
     if iqm["iqm"] is None:
         return "IQM: no game reached this mark."
     games = len(iqm["games"])
-    text = (f"IQM of the HNS over {games} game{'s' * (games > 1)} ({iqm['runs']} runs): **{iqm['iqm']:.3f}**, 95% CI "
-            f"[{iqm['ci95'][0]:.3f}, {iqm['ci95'][1]:.3f}] (stratified bootstrap: runs resampled within each game"
-            f"{'; one run a game gives no interval' if iqm['runs'] == games else ''}); Dopamine over the same games: "
+    runs = iqm["runs"]
+    text = (f"IQM of the HNS over {games} game{'s' * (games > 1)} ({runs} run{'s' * (runs > 1)}): "
+            f"**{iqm['iqm']:.3f}**, 95% CI [{iqm['ci95'][0]:.3f}, {iqm['ci95'][1]:.3f}] "
+            "(stratified bootstrap: runs resampled within each game"
+            f"{'; one run a game gives no interval' if runs == games else ''}); Dopamine over the same games: "
             + ", ".join(f"{agent} {value:.3f}" for agent, value in iqm["dopamine"].items()) + ".")
     if iqm["left_out"]:
         text += f" Left out (no run reached the mark): {', '.join(iqm['left_out'])}."
@@ -377,7 +387,7 @@ def write_report(runs: list[Run], out: str) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="train each game x seed, then report")
+    run = commands.add_parser("run", help="train each game x seed not yet finished, then report every game in the folder")
     run.add_argument("--out", required=True, help="the suite's folder: one run folder per game and seed, the report")
     run.add_argument("--games", nargs="+", default=list(GAMES), help=f"default: {' '.join(GAMES)}")
     run.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -401,7 +411,7 @@ def main(argv: list[str] | None = None, trainer=run_trainer) -> int:
             if args.agent_steps <= 0 and args.minutes <= 0:
                 raise UserError("run needs a budget: --agent-steps N or --minutes M (or both)")
             status = run_suite(args.games, args.seeds, Budget(args.agent_steps, args.minutes), args.out, extra, trainer)
-            print("\n".join(write_report(read_suite_folder(args.out, args.games), args.out)))
+            print("\n".join(write_report(read_suite_folder(args.out, games_in_folder(args.out)), args.out)))
             return status
         if extra:
             raise UserError(f"unknown arguments for report: {' '.join(extra)}")

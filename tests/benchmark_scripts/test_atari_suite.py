@@ -145,6 +145,19 @@ def test_run_resumes_a_stopped_run_with_what_is_left_of_its_minutes_and_reports_
     assert not (tmp_path / "Qbert_seed0" / "suite_run.json").exists()  # not finished: the next run resumes it
 
 
+def test_run_reports_every_game_in_the_folder_not_only_the_games_it_ran(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(atari_suite, "plot", no_plot)
+    # Qbert finished in an earlier invocation; this one runs Pong only.
+    write_progress(tmp_path / "Qbert_seed1", [(1_000_000, 500.0, 600.0)])
+    (tmp_path / "Qbert_seed1" / "suite_run.json").write_text("{}")
+    argv = ["run", "--out", str(tmp_path), "--games", "Pong", "--seeds", "1", "--agent-steps", "1000000"]
+    assert main(argv, trainer=fake_trainer([], games=[(1_000_000, -13.0, 600.0)])) == 0
+    out = capsys.readouterr().out
+    assert "# Atari suite: 2 games" in out and "| Qbert | seed1 500.0" in out and "| Pong | seed1 -13.0" in out
+    assert "IQM of the HNS over 2 games (2 runs)" in out
+    assert list(json.loads((tmp_path / "suite.json").read_text())["games"]) == ["Qbert", "Pong"]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["run", "--out", "OUT", "--games", "Pongg", "--agent-steps", "10"],
      ("error: unknown game 'Pongg': the suite knows BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert, "
