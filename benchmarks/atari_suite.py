@@ -159,7 +159,7 @@ def run_suite(games: list[str], seeds: list[int], budget: Budget, out: str, extr
                 continue
             with open(os.path.join(run_dir, DONE_FILE), "w") as handle:
                 json.dump({"game": game, "seed": seed, "budget": budget._asdict()}, handle)
-            write_report(read_suite_folder(out, games_in_folder(out)), out)
+            write_folder_report(out)
     return failed
 
 
@@ -383,6 +383,11 @@ def write_report(runs: list[Run], out: str) -> list[str]:
     return lines
 
 
+def write_folder_report(out: str) -> list[str]:
+    """The report of every game run so far in a suite's folder, written into it."""
+    return write_report(read_suite_folder(out, games_in_folder(out)), out)
+
+
 # ---- the command line -----------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -411,7 +416,7 @@ def main(argv: list[str] | None = None, trainer=run_trainer) -> int:
             if args.agent_steps <= 0 and args.minutes <= 0:
                 raise UserError("run needs a budget: --agent-steps N or --minutes M (or both)")
             status = run_suite(args.games, args.seeds, Budget(args.agent_steps, args.minutes), args.out, extra, trainer)
-            print("\n".join(write_report(read_suite_folder(args.out, games_in_folder(args.out)), args.out)))
+            print("\n".join(write_folder_report(args.out)))
             return status
         if extra:
             raise UserError(f"unknown arguments for report: {' '.join(extra)}")
