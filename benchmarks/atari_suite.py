@@ -164,11 +164,16 @@ def run_suite(games: list[str], seeds: list[int], budget: Budget, out: str, extr
 
 
 # ---- report: the scores at the marks, normalised, and their IQM -----------------------------------------------------
+def seeds_in_folder(out: str, game: str) -> list[int]:
+    """The seeds of `game`'s run folders (<Game>_seed<k>, as `run_folder` names them) in `out`, sorted."""
+    names = os.listdir(out) if os.path.isdir(out) else []
+    return sorted(int(m.group(1)) for name in names if (m := re.fullmatch(rf"{game}_seed(\d+)", name)))
+
+
 def games_in_folder(out: str) -> list[str]:
     """The suite's games that have a run folder in `out`, in the suite's order: a suite run a few games at a time
     reports every game run so far, not only the last invocation's."""
-    names = os.listdir(out) if os.path.isdir(out) else []
-    return [game for game in GAMES if any(re.fullmatch(rf"{game}_seed\d+", name) for name in names)]
+    return [game for game in GAMES if seeds_in_folder(out, game)]
 
 
 def read_suite_folder(out: str, games: list[str]) -> list[Run]:
@@ -177,8 +182,7 @@ def read_suite_folder(out: str, games: list[str]) -> list[Run]:
         raise UserError(f"no folder {out}")
     runs = []
     for game in games:
-        seeds = sorted(int(m.group(1)) for name in os.listdir(out) if (m := re.fullmatch(rf"{game}_seed(\d+)", name)))
-        for seed in seeds:
+        for seed in seeds_in_folder(out, game):
             rows = read_progress(os.path.join(run_folder(out, game, seed), "progress.csv"))
             runs.append(Run(game, f"seed{seed}", window_means(rows), agent_steps_per_second(rows)))
     if not runs:
