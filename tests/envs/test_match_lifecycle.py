@@ -113,8 +113,9 @@ def test_seats_start_one_at_a_time_each_once_the_one_before_has_its_engine(ended
 
     def joiner(port, seat):
         engines_seen.append(len(match_engines(port)))
-        engines.append(stand_in_engine(port, seat))
-        return StandInGame(engines[-1])
+        engine = stand_in_engine(port, seat)
+        engines.append(engine)
+        return StandInGame(engine)  # not engines[-1]: the next seat may start, and append, before this line
 
     match = start_match(3, lambda port: [lambda: host(port), lambda: joiner(port, 1), lambda: joiner(port, 2)], name)
     ended(match)
