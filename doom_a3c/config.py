@@ -24,6 +24,9 @@ from doom_a3c.errors import ConfigError
 MIN_FRAME_SIZE = 20  # conv 8x8/4 then 4x4/2 leave a 1x1 map
 MAX_FRAME_STACK = 16  # 16 84x84 grey frames: 113 KB an observation, 16x the rollouts' and GA3C batches' memory
 MAX_BOTS = 15  # ViZDoom's games hold 16 players
+# Steps of random play whose frames give each pixel its background (--frame-norm pixel_background): a few of
+# Atari's games, at a cost of well under a second when the run starts.
+BACKGROUND_STEPS = 512
 MAX_SELF_PLAY_OPPONENTS = 7  # with the learner, 8 agents: Sample Factory's deathmatch self-play (doom_multiagent)
 ENV_KINDS = ("doom", "atari", "image", "vector")
 TRAINERS = ("a3c", "ga3c")
@@ -295,13 +298,17 @@ class TrainConfig:
     lr_schedule: str = _flag("constant", "'linear' anneals the learning rate to 0 over the run's budget, reaching 0 "
                              "when --max-steps or --max-minutes ends the run (docs/design/algorithm.md)",
                              choices=("constant", "linear"))
-    frame_norm: str = _flag("standardize", "input frames are scaled to [0, 1]; 'standardize' then gives each frame "
-                            "zero mean and unit variance, 'scale' stops there, 'background' subtracts the game's "
-                            "background grey (Atari, image envs)", choices=("standardize", "scale", "background"))
+    frame_norm: str = _flag("standardize", "frames scaled to [0, 1], then 'standardize': zero mean, unit variance; "
+                            "'scale': no more; 'background': less the game's background grey; 'pixel_background': "
+                            "each pixel less its own (Atari, image envs)",
+                            choices=("standardize", "scale", "background", "pixel_background"))
     frame_background: float | None = _flag(None, "the grey level --frame-norm background subtracts, so that the "
                                            "game's background is 0; saved with the run",
                                            bounds=Bounds(0, 255, what="a grey level"),
                                            shown_default="the most common pixel of the run's first frame")
+    frame_background_image: list = _resolved(None, "with --frame-norm pixel_background: each pixel's background "
+                                             f"grey (0-255), row by row: its median over {BACKGROUND_STEPS} steps "
+                                             "of random play when the run started")
     # --- budget and stopping ---
     max_steps: int = _flag(0, "stop after this many environment steps in total (0 = no limit)", bounds=AT_LEAST_ZERO)
     max_minutes: float = _flag(0.0, "stop after this many minutes of wall time (0 = no limit); counted from the "
@@ -360,6 +367,12 @@ class TrainConfig:
         if self.is_resolved() and self.minibatches > self.envs_per_worker:
             raise ConfigError(f"--minibatches must be at most --envs-per-worker ({self.envs_per_worker}): each "
                               f"minibatch takes whole games, got {self.minibatches}")
+        image_problem = background_image_problem(self.frame_background_image)
+        if image_problem:
+            raise ConfigError(f"frame_background_image {image_problem}")
+        if self.is_resolved() and self.frame_norm == "pixel_background" and self.frame_background_image is None:
+            raise ConfigError("--frame-norm pixel_background needs the frame_background_image measured when the run "
+                              "starts; this config has none")
         if self.lr_schedule == "linear" and not (self.max_steps or self.max_minutes):
             raise ConfigError("--lr-schedule linear anneals to 0 over the run's budget: give --max-steps or "
                               "--max-minutes too")
@@ -435,6 +448,19 @@ def value_problem(f: dataclasses.Field, value: Any) -> str | None:
         return f"must be {bounds.wording(whole=kind is int)}, got {value!r}"
     if kind is float and not math.isfinite(value):
         return f"must be a finite number, got {value!r}"
+    return None
+
+
+def background_image_problem(image: Any) -> str | None:
+    """What is wrong with a frame_background_image (rows of equal length of greys 0-255), as the end of a sentence;
+    None when nothing is, or there is none."""
+    if image is None:
+        return None
+    if not (isinstance(image, (list, tuple)) and image and all(isinstance(row, (list, tuple)) for row in image)
+            and len({len(row) for row in image}) == 1 and image[0]):
+        return "must be rows of equal length (a list of lists of greys)"
+    if not all(_is_kind(grey, int) and 0 <= grey <= 255 for row in image for grey in row):
+        return "must hold whole numbers in [0, 255] (greys)"
     return None
 
 

@@ -133,9 +133,9 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         raise ConfigError(f"--frame-width must be 0 (square) or at least {MIN_FRAME_SIZE}, the conv torso's smallest "
                           f"input, got {config.frame_width}")
     if kind == DOOM:
-        if config.frame_norm == "background":  # Doom's frames have no uniform background to measure
-            raise ConfigError("--frame-norm background: for Atari and image envs, not ViZDoom scenarios; Doom's "
-                              "frames take standardize (the default) or scale")
+        if config.frame_norm in ("background", "pixel_background"):  # Doom's view moves: no background stays put
+            raise ConfigError(f"--frame-norm {config.frame_norm}: for Atari and image envs, not ViZDoom scenarios; "
+                              "Doom's frames take standardize (the default) or scale")
         _, cfg_path = find_doom_scenario(config.scenario, config.model_dir)
         check_screen_resolution(config.screen_resolution)
         buttons, cfg_variables = doom_cfg_lists(cfg_path)
@@ -210,14 +210,16 @@ def _gym_values(config: TrainConfig, kind: str, values: dict[str, Any]) -> dict[
     variables = [[name, 1.0] for name in facts.variable_names]
     normalize = config.normalize_variables if config.normalize_variables is not None else True
     background = None
-    if config.frame_norm == "background":
-        if facts.background is None or config.color:
-            raise ConfigError(f"--frame-norm background: for grey image frames only, not {config.scenario}"
+    if config.frame_norm in ("background", "pixel_background"):
+        measured = facts.background if config.frame_norm == "background" else facts.background_image
+        if measured is None or config.color:
+            raise ConfigError(f"--frame-norm {config.frame_norm}: for grey image frames only, not {config.scenario}"
                               + (" in colour (--color)" if config.color else ""))
+    if config.frame_norm == "background":
         background = config.frame_background if config.frame_background is not None else float(facts.background)
     return {**gym, "scenario_path": config.scenario, "actions": config.actions or [[n] for n in facts.action_names],
             "game_variables": variables, "normalize_variables": bool(normalize and variables),
-            "frame_background": background}
+            "frame_background": background, "frame_background_image": facts.background_image}
 
 
 def resolve_new_run(given: dict[str, Any]) -> TrainConfig:

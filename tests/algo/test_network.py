@@ -296,6 +296,60 @@ def test_background_frames_make_the_games_background_zero():
     assert background_grey(np.array([1, 1, 2, 2], np.uint8)) == 1
 
 
+def test_pixel_background_frames_make_each_pixels_own_background_zero():
+    """--frame-norm pixel_background: each pixel less its own grey (a field of 87 on the left, black on the right), in
+    [0, 1]'s units and on every frame of the stack: only what differs from the image is non-zero, in either sign."""
+    image = [[87] * 42 + [0] * 42 for _ in range(84)]
+    stack = (84, 84, 4)
+    net = ActorCritic(A, L, seed=0, frame_norm="pixel_background", frame_background_image=image).build_variables(stack)
+    frames = np.repeat(np.array(image, np.uint8)[None, :, :, None], 4, axis=3)
+    frames[0, 10, 20, 3], frames[0, 30, 60, 0] = 236, 50
+    x = net._inputs(tf.constant(frames)).numpy()
+    assert x[0, 10, 20, 3] == pytest.approx(149 / 255) and x[0, 30, 60, 0] == pytest.approx(50 / 255)
+    assert np.count_nonzero(x) == 2
+    frames[0, 5, 5, :] = 0  # a dark object on the grey field: negative on each frame
+    assert net._inputs(tf.constant(frames)).numpy()[0, 5, 5, :] == pytest.approx([-87 / 255] * 4)
+    with pytest.raises(ValueError, match="needs frame_background_image"):
+        ActorCritic(A, L, seed=0, frame_norm="pixel_background")
+
+
+def test_pixel_backgrounds_are_each_pixels_median_over_random_play_with_new_games_as_they_end():
+    """Five frames (a reset, then four steps, the third ending the game: its reset's frame is taken): the median of
+    each pixel by hand; a frame's one channel and an image env's record give the same grey frame."""
+    from doom_a3c.envs.gym.factory import pixel_backgrounds
+    from doom_a3c.envs.interface import Step
+
+    def frame(a, b):
+        return np.array([[a, b]], np.uint8)[:, :, None]  # [1, 2, 1]
+
+    class ScriptedGame:
+        action_names = ["NOOP", "FIRE"]
+
+        def __init__(self, record: bool):
+            self.resets = iter([frame(10, 0), frame(200, 4)])
+            self.steps = iter([(frame(10, 9), False), (frame(30, 9), False), (frame(99, 99), True),
+                               (frame(10, 1), False)])
+            self.record = record
+
+        def _out(self, f):
+            if not self.record:
+                return f
+            out = np.zeros((), [("frame", np.uint8, f.shape), ("health", np.float32)])
+            out["frame"] = f
+            return out
+
+        def reset(self):
+            return self._out(next(self.resets))
+
+        def step(self, action):
+            observation, over = next(self.steps)
+            return Step(self._out(observation), 0.0, over, over)
+
+    for record in (False, True):
+        # pixel (0, 0): 10, 10, 30, 200 (the reset after the game's end), 10 -> 10; pixel (0, 1): 0, 9, 9, 4, 1 -> 4
+        assert pixel_backgrounds(ScriptedGame(record), 5, seed=0) == [[10, 4]]
+
+
 # ---- --activation ----------------------------------------------------------------------------------------------
 def test_relu_torso_has_no_negative_features_and_elu_does():
     """--activation relu: every torso layer is a rectifier (no output below 0); ELU goes down to -1. The

@@ -127,6 +127,25 @@ def test_export_of_an_atari_checkpoint(breakout, tmp_path):
     assert policy["action_names"] == ["NOOP", "FIRE", "RIGHT", "LEFT"], policy
 
 
+def test_a_pixel_background_run_saves_its_image_plays_and_resumes_with_it(tmp_path):
+    """--frame-norm pixel_background: the image measured when the run started is in its config; play.py and
+    --resume take it from there, as it was, and never measure another."""
+    model = tmp_path / "model"
+    proc = run("train.py", "--scenario", "ALE/Breakout-v5", "--frame-norm", "pixel_background", "--max-steps", 400,
+               "--workers", 1, "--envs-per-worker", 2, "--model-dir", model, "--frames-dir", tmp_path / "frames",
+               "--no-evaluate")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    image = strict_json((model / "config.json").read_text())["frame_background_image"]
+    assert np.array(image).shape == (84, 84) and np.array(image).max() > 0  # Breakout's walls are not black
+    assert saved_run(model / "last.ckpt").config["frame_background_image"] == image
+    played = run("play.py", "--model", model / "last.ckpt", "--out", tmp_path / "play", "--episodes", 1)
+    assert played.returncode == 0, played.stderr[-3000:]
+    resumed = run("train.py", "--resume", "--model-dir", model, "--max-steps", 600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    checkpoint = saved_run(model / "last.ckpt")
+    assert checkpoint.config["frame_background_image"] == image and checkpoint.counters["env_steps"] >= 600
+
+
 @pytest.mark.parametrize("scenario,needles", [
     ("ALE/Pongg-v5", ["ALE/Pongg-v5", "did you mean 'ALE/Pong-v5'", "supported: Atari"]),
     ("Pendulum-v1", ["continuous action space", "CartPole-v1"]),

@@ -223,12 +223,56 @@ def test_frame_norm_background_measures_the_games_background_grey_when_the_run_s
                             "model_dir": str(tmp_path / "m")}).frame_background is None
 
 
-def test_frame_norm_background_is_for_grey_image_frames_only(tmp_path, monkeypatch):
+@pytest.mark.parametrize("norm", ["background", "pixel_background"])
+def test_frame_norm_background_is_for_grey_image_frames_only(norm, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match="--frame-norm background: for Atari and image envs, not ViZDoom"):
-        resolved("basic", tmp_path, frame_norm="background")
-    with pytest.raises(ConfigError, match="--frame-norm background: for grey image frames only, not CartPole-v1"):
-        resolve_new_run({"scenario": "CartPole-v1", "frame_norm": "background", "model_dir": str(tmp_path / "m")})
+    with pytest.raises(ConfigError, match=f"--frame-norm {norm}: for Atari and image envs, not ViZDoom"):
+        resolved("basic", tmp_path, frame_norm=norm)
+    with pytest.raises(ConfigError, match=f"--frame-norm {norm}: for grey image frames only, not CartPole-v1"):
+        resolve_new_run({"scenario": "CartPole-v1", "frame_norm": norm, "model_dir": str(tmp_path / "m")})
+
+
+def test_frame_norm_pixel_background_measures_each_pixels_background_when_the_run_starts(tmp_path, monkeypatch):
+    """Pong: the field's grey 87 is the background of most pixels, and the paddles' columns and the score's box have
+    their own; the image is saved with the run in strict JSON and the network a saved config builds subtracts it."""
+    monkeypatch.chdir(tmp_path)
+    config = resolve_new_run({"scenario": "ALE/Pong-v5", "frame_norm": "pixel_background",
+                              "model_dir": str(tmp_path / "m")})
+    image = np.array(config.frame_background_image)
+    assert image.shape == (84, 84) and config.frame_background is None
+    assert 0.6 < np.mean(image == 87) < 1.0 and len(np.unique(image)) > 2
+    from doom_a3c.algo.model.actor_critic import build_actor_critic
+
+    saved = TrainConfig.from_dict(json.loads(config.to_json())).validate()  # as play.py and --resume read it back
+    net = build_actor_critic(saved, 6, (84, 84, 4), name="global")
+    assert np.allclose(net.frame_background_image.numpy()[:, :, 0], image / 255.0)
+    assert resolve_new_run({"scenario": "ALE/Pong-v5", "frame_norm": "background",
+                            "model_dir": str(tmp_path / "m")}).frame_background_image is None
+    with pytest.raises(ConfigError, match="frame_background_image is 84x84 greys, but the frames are 72x72"):
+        build_actor_critic(saved, 6, (72, 72, 4), name="global")
+
+
+@pytest.mark.parametrize("image, needle", [
+    ([[0, 1], [2]], "must be rows of equal length"),
+    ([], "must be rows of equal length"),
+    ([[]], "must be rows of equal length"),
+    ([[0, 256]], "must hold whole numbers in .0, 255."),
+    ([[0, -1]], "must hold whole numbers in .0, 255."),
+    ([[0, 1.5]], "must hold whole numbers in .0, 255."),
+    ([[True, 0]], "must hold whole numbers in .0, 255."),
+    ("87", "must be a list"),
+])
+def test_a_bad_background_image_in_a_saved_config_is_refused(image, needle):
+    with pytest.raises(ConfigError, match=f"frame_background_image {needle}"):
+        TrainConfig(frame_background_image=image).validate()
+
+
+def test_a_resolved_config_with_pixel_background_and_no_image_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = resolve_new_run({"scenario": "ALE/Pong-v5", "frame_norm": "pixel_background",
+                              "model_dir": str(tmp_path / "m")})
+    with pytest.raises(ConfigError, match="pixel_background needs the frame_background_image"):
+        dataclasses.replace(config, frame_background_image=None).validate()
 
 
 def test_frame_width_is_for_doom_and_image_frames_and_at_least_the_torsos_input(tmp_path, monkeypatch):

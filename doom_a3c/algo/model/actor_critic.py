@@ -30,6 +30,7 @@ from doom_a3c.algo.model.lstm_sequence import check_cell, lstm_sequence
 from doom_a3c.algo.model.precision import choose_precision
 from doom_a3c.algo.normalization import variable_moments_size
 from doom_a3c.envs.doom.action_sets import head_option_matrix
+from doom_a3c.errors import ConfigError
 from doom_a3c.quiet_import import keras, tf
 
 
@@ -68,7 +69,9 @@ class ActorCritic(keras.Model):
     log-probabilities over the `num_actions` actions (the layer keeps its name: "policy").
     `precision` "bfloat16": the torso and LSTM in mixed precision (module docstring); the same weights.
     `activation` is the torso's: "elu" (the default) or "relu" (Atari's default: docs/defaults/atari-defaults.md says why).
-    `frame_background`: the grey level (0-255) `frame_norm` "background" subtracts from the scaled frames.
+    `frame_background`: the grey level (0-255) `frame_norm` "background" subtracts from the scaled frames;
+    `frame_background_image`: the greys [H][W] (0-255) "pixel_background" subtracts, one a pixel, from every frame
+    of the stack.
     """
 
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
@@ -77,9 +80,15 @@ class ActorCritic(keras.Model):
                  normalize_variables: bool = False, normalize_returns: bool = False, return_scale_floor: float = 1.0,
                  factorised_heads: FactorisedHeads | None = None, entropy_target: bool = False,
                  weight_init: str = "glorot", precision: str = "float32", activation: str = "elu",
-                 frame_background: float = 0.0, enemy_head: bool = False):
+                 frame_background: float = 0.0, frame_background_image: list | None = None,
+                 enemy_head: bool = False):
         super().__init__(name=name)
         self.frame_background = float(frame_background)
+        if frame_norm == "pixel_background" and frame_background_image is None:
+            raise ValueError("frame_norm 'pixel_background' needs frame_background_image")
+        # [H, W, 1] in [0, 1]'s units: it broadcasts over the stack's frames
+        self.frame_background_image = None if frame_background_image is None else \
+            tf.constant(np.asarray(frame_background_image, np.float32)[:, :, None] / 255.0)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
         self.activation = activation
@@ -202,6 +211,11 @@ class ActorCritic(keras.Model):
             # The game's background grey becomes 0, objects stand out from it in either sign: a ReLU torso reads a
             # uniform non-zero field as one large constant on every frame (Pong's grey; Breakout's is black already).
             x = x - self.frame_background / 255.0
+        elif self.frame_norm == "pixel_background":
+            # What stays put on every frame (Pong's field, BattleZone's ground and sky, a score's box) becomes 0,
+            # so the torso's features move with what changes: one grey for the whole frame left most of
+            # BattleZone's screen a large constant input, and its torso blind from the first update.
+            x = x - self.frame_background_image
         return x
 
     def encode(self, observations) -> list[tf.Tensor]:
@@ -312,6 +326,10 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
     if precision == "auto":
         precision = choose_precision("auto").name
     torso = "conv" if len(observation_shape) == 3 else "dense"
+    image = config.frame_background_image
+    if image is not None and (len(image), len(image[0])) != tuple(observation_shape[:2]):
+        raise ConfigError(f"frame_background_image is {len(image)}x{len(image[0])} greys, but the frames are "
+                          f"{observation_shape[0]}x{observation_shape[1]}")
     heads = config.action_heads
     factorised = FactorisedHeads([len(head) for head in heads], head_option_matrix(config.actions, heads)) \
         if heads else None
@@ -324,5 +342,6 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       factorised_heads=factorised, entropy_target=config.entropy_target > 0,
                       weight_init=config.weight_init, precision=precision, activation=config.activation,
                       frame_background=config.frame_background or 0.0,
+                      frame_background_image=config.frame_background_image,
                       enemy_head=config.enemy_coef > 0)
     return net.build_variables(observation_shape)

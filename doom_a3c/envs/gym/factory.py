@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from doom_a3c.config import TrainConfig
+from doom_a3c.config import BACKGROUND_STEPS, TrainConfig
 from doom_a3c.envs.gym.atari import AtariEnvironment
 from doom_a3c.envs.gym.games import ImageEnvironment, VectorEnvironment
 from doom_a3c.envs.gym.registry import gym_kind, import_env_module
@@ -43,11 +43,29 @@ class GymFacts(NamedTuple):
     action_names: list[str]
     variable_names: list[str]  # an image env's Dict vectors, element by element ([] for the others)
     background: int | None  # the most common grey of an image's first frame (--frame-norm background), else None
+    background_image: list | None  # each pixel's median grey over random play (--frame-norm pixel_background)
 
 
 def background_grey(frame: np.ndarray) -> int:
     """The most common value of a uint8 frame: its background (the lowest, where two are as common)."""
     return int(np.bincount(np.asarray(frame, np.uint8).ravel(), minlength=256).argmax())
+
+
+def _grey_frame(observation: np.ndarray) -> np.ndarray:
+    """An observation's grey frame [H, W]: an image env's record gives its frame, a one-channel frame its channel."""
+    frame = observation["frame"] if observation.dtype.names else observation
+    return frame[..., 0] if frame.ndim == 3 else frame
+
+
+def pixel_backgrounds(env: GymEnvironment, steps: int, seed: int) -> list[list[int]]:
+    """Each pixel's background: its median grey over the frames of `steps` uniformly random actions (new games as
+    they end). What stays put (a field, a wall, a score's box) becomes 0 once subtracted; what moves stands out."""
+    rng = np.random.default_rng(seed)
+    frames = [_grey_frame(env.reset())]
+    while len(frames) < steps:
+        step = env.step(int(rng.integers(len(env.action_names))))
+        frames.append(_grey_frame(env.reset() if step.game_over else step.observation))
+    return np.rint(np.median(np.stack(frames), axis=0)).astype(int).tolist()
 
 
 def describe_gym_env(config: TrainConfig) -> GymFacts:
@@ -58,10 +76,11 @@ def describe_gym_env(config: TrainConfig) -> GymFacts:
     kind = gym_kind(config.scenario)
     env = _build(kind, config.scenario, 0, config)
     try:
-        background = None
+        background, image = None, None
         if kind in ("atari", "image") and config.frame_norm == "background":  # a reset only where it is read
-            first = env.reset()
-            background = background_grey(first["frame"] if first.dtype.names else first)  # a record: frame + vectors
-        return GymFacts(kind, list(env.action_names), list(getattr(env, "variable_names", [])), background)
+            background = background_grey(_grey_frame(env.reset()))
+        if kind in ("atari", "image") and config.frame_norm == "pixel_background" and not config.color:
+            image = pixel_backgrounds(env, BACKGROUND_STEPS, config.seed)
+        return GymFacts(kind, list(env.action_names), list(getattr(env, "variable_names", [])), background, image)
     finally:
         env.close()
