@@ -245,7 +245,7 @@ def test_frame_norm_pixel_background_measures_each_pixels_background_when_the_ru
 
     saved = TrainConfig.from_dict(json.loads(config.to_json())).validate()  # as play.py and --resume read it back
     net = build_actor_critic(saved, 6, (84, 84, 4), name="global")
-    assert np.allclose(net.frame_background_image.numpy()[:, :, 0], image / 255.0)
+    assert np.allclose(net.frame_background_image.numpy(), (image / 255.0)[:, :, None])  # on each of the 4 frames
     assert resolve_new_run({"scenario": "ALE/Pong-v5", "frame_norm": "background",
                             "model_dir": str(tmp_path / "m")}).frame_background_image is None
     with pytest.raises(ConfigError, match="frame_background_image is 84x84 greys, but the frames are 72x72"):
