@@ -69,7 +69,7 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
             raise ConfigError(f"{where} was trained on {saved.scenario_path}, not {cfg_path} (another file of the "
                               f"same name); use another --model-dir for a new scenario")
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
-    fixed = [name for name in (*FIELDS_BEFORE_ACTION_SETS, "color", "frame_stack")
+    fixed = [name for name in (*FIELDS_BEFORE_ACTION_SETS, "color", "frame_stack", "frame_norm", "frame_background")
              if name in given and given[name] != getattr(saved, name)]
     if given.get("bots") and not saved.plays_deathmatch():
         raise ConfigError(f"{where} was not trained as a deathmatch host (its games have no -deathmatch): --bots "

@@ -6,7 +6,8 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from support import assert_one_line_error, read_rows, run, run_in_process, saved_run, snapshot, strict_json
+from support import (assert_one_line_error, first_observation_and_policy, read_rows, run, run_in_process, saved_run,
+                     snapshot, strict_json)
 
 pytestmark = pytest.mark.slow
 
@@ -129,7 +130,7 @@ def test_export_of_an_atari_checkpoint(breakout, tmp_path):
 
 def test_a_pixel_background_run_saves_its_image_plays_and_resumes_with_it(tmp_path):
     """--frame-norm pixel_background: the image measured when the run started is in its config; play.py and
-    --resume take it from there, as it was, and never measure another."""
+    --resume take it from there, as it was."""
     model = tmp_path / "model"
     proc = run("train.py", "--scenario", "ALE/Breakout-v5", "--frame-norm", "pixel_background", "--max-steps", 400,
                "--workers", 1, "--envs-per-worker", 2, "--model-dir", model, "--frames-dir", tmp_path / "frames",
@@ -140,6 +141,17 @@ def test_a_pixel_background_run_saves_its_image_plays_and_resumes_with_it(tmp_pa
     assert saved_run(model / "last.ckpt").config["frame_background_image"] == image
     played = run("play.py", "--model", model / "last.ckpt", "--out", tmp_path / "play", "--episodes", 1)
     assert played.returncode == 0, played.stderr[-3000:]
+    from doom_a3c.quiet_import import tf
+    from doom_a3c.run.agent import load_agent
+    from doom_a3c.run.export import export_policy
+
+    agent = load_agent(str(model / "last.ckpt"))
+    observation, expected = first_observation_and_policy(agent)  # the exported step subtracts the image too
+    loaded = tf.saved_model.load(export_policy(agent, str(tmp_path / "export")).saved_model)
+    state = np.zeros((1, agent.net.state_size), np.float32)
+    out = loaded.step(observation=observation[None], state_h=state, state_c=state,
+                      episode_start=np.ones([1], np.float32))
+    np.testing.assert_allclose(out["probabilities"].numpy()[0], expected, rtol=1e-5, atol=1e-6)
     resumed = run("train.py", "--resume", "--model-dir", model, "--max-steps", 600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     checkpoint = saved_run(model / "last.ckpt")

@@ -267,6 +267,20 @@ def test_a_bad_background_image_in_a_saved_config_is_refused(image, needle):
         TrainConfig(frame_background_image=image).validate()
 
 
+def test_resume_keeps_the_frames_input_as_the_run_was_trained(tmp_path, monkeypatch):
+    """The network learnt on its frames less their background: --resume keeps the image and refuses another
+    --frame-norm or --frame-background, one line naming what the run was trained with."""
+    monkeypatch.chdir(tmp_path)
+    config = resolve_new_run({"scenario": "ALE/Pong-v5", "frame_norm": "pixel_background",
+                              "model_dir": str(tmp_path / "m")})
+    saved = TrainConfig.from_dict(json.loads(config.to_json()))
+    resumed = resolve_resumed_run(saved, {"max_steps": 10, "frame_norm": "pixel_background"}, "m/last.ckpt")
+    assert resumed.frame_background_image == config.frame_background_image and resumed.max_steps == 10
+    for flag, value in (("frame_norm", "background"), ("frame_background", 87.0)):
+        with pytest.raises(ConfigError, match=f"cannot change --{flag.replace('_', '-')} .trained with"):
+            resolve_resumed_run(saved, {flag: value}, "m/last.ckpt")
+
+
 def test_a_resolved_config_with_pixel_background_and_no_image_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config = resolve_new_run({"scenario": "ALE/Pong-v5", "frame_norm": "pixel_background",
