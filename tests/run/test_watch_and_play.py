@@ -136,18 +136,30 @@ class VirtualDisplay:
         return proc.stdout
 
     def window(self, proc, seconds: float) -> tuple[str, dict[str, int]] | None:
-        """The first visible window that appears within `seconds` while `proc` runs, and its geometry (X, Y, WIDTH,
-        HEIGHT)."""
-        found: list[str] = []
-        wait_for(lambda: bool(found.extend(self.visible_windows()) or found) or proc.poll() is not None, seconds)
-        if not found:
-            return None
+        """The first visible window that appears within `seconds` while `proc` runs and whose geometry (X, Y, WIDTH,
+        HEIGHT) can be read: SDL may map a window and destroy it before the one that stays, and a window gone by
+        the time it is asked about has none."""
+        shown: list[tuple[str, dict[str, int]]] = []
+
+        def look() -> bool:
+            for window in self.visible_windows():
+                geometry = self.geometry(window)
+                if len(geometry) == 4:
+                    shown.append((window, geometry))
+                    return True
+            return proc.poll() is not None
+
+        wait_for(look, seconds)
+        return shown[0] if shown else None
+
+    def geometry(self, window: str) -> dict[str, int]:
+        """X, Y, WIDTH and HEIGHT of `window`; fewer keys when it no longer exists."""
         geometry = {}
-        for line in self.xdotool("getwindowgeometry", "--shell", found[0]).splitlines():
+        for line in self.xdotool("getwindowgeometry", "--shell", window).splitlines():
             key, _, value = line.partition("=")
-            if key in ("X", "Y", "WIDTH", "HEIGHT"):
+            if key in ("X", "Y", "WIDTH", "HEIGHT") and value.strip().lstrip("-").isdigit():
                 geometry[key] = int(value)
-        return found[0], geometry
+        return geometry
 
     def visible_windows(self) -> list[str]:
         """The mapped windows with a name or a class (SDL's, as ale-py's and pygame's, may give xdotool only the
