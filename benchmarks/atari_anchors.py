@@ -66,12 +66,17 @@ MARKS = (1_000_000, 2_500_000, 4_000_000, 5_000_000)  # agent steps
 
 
 def window_means(rows: list[dict[str, float]], window: int = WINDOW) -> list[float | None]:
-    """The mean score of the games that ended in each window of agent steps (None for a window with none)."""
+    """The mean score of the games that ended in each window of agent steps (None for a window with none). A last
+    window the run only entered (its games ending in its first tenth, as a run stopped at 2.5M logs a few games a
+    few steps past it) is left out: a handful of games is not that window's mean."""
     if not rows:
         return []
     steps = np.array([row["env_steps"] for row in rows])
     scores = np.array([row["reward"] for row in rows])
     index = np.maximum(steps - 1, 0).astype(int) // window  # window i holds the games ending in (i*W, (i+1)*W]
+    entered = index == index.max()
+    if steps.max() - index.max() * window <= window // 10 and not entered.all():
+        steps, scores, index = steps[~entered], scores[~entered], index[~entered]
     sums = np.bincount(index, weights=scores)
     counts = np.bincount(index)
     return [float(s / c) if c else None for s, c in zip(sums, counts)]

@@ -60,6 +60,16 @@ def test_window_means_put_each_game_in_the_quarter_million_steps_it_ended_in():
     assert window_means([]) == []
 
 
+def test_a_last_window_the_run_only_entered_is_left_out():
+    """A run stopped at 1M agent steps logs its last games a few steps past it: they are not (1M, 1.25M]'s mean."""
+    games = [{"env_steps": steps, "reward": score}
+             for steps, score in [(600_000, 5), (999_000, 7), (1_000_080, 30), (1_000_100, 40)]]
+    assert window_means(games) == [None, None, 5.0, 7.0]
+    stopped_later = games + [{"env_steps": 1_030_000, "reward": 9}]  # 30k into the window: more than a tenth of it
+    assert window_means(stopped_later) == [None, None, 5.0, 7.0, (30 + 40 + 9) / 3]
+    assert window_means(games[2:]) == [None, None, None, None, 35.0]  # nothing else to show: kept
+
+
 def test_the_anchor_table_reads_each_curve_at_the_marks():
     lines = table("Pong", {"ours": [float(i) for i in range(18)]})  # 4.5M steps: the 4M window is index 15
     assert lines[2] == "| ours | 3.0 | 9.0 | 15.0 | - |"
