@@ -353,12 +353,15 @@ def test_every_atari_game_takes_the_atari_preset_unless_a_flag_is_given():
         preset = resolve_new_run({"scenario": game})
         assert preset.rollout == 20 and preset.envs_per_worker == 12 and preset.gae_lambda == 1.0
         assert preset.frame_stack == 4 and preset.lstm is False and preset.activation == "relu"
-        assert preset.frame_norm == "background"
+        assert preset.frame_norm == "pixel_background" and preset.frame_background is None
+        image = np.array(preset.frame_background_image)  # measured from the game itself when the run starts
+        assert image.shape == (84, 84) and 0 <= image.min() <= image.max() <= 255
         assert preset.learning_rate == 7e-4
         assert (preset.epochs, preset.minibatches, preset.clip_ratio) == (2, 2, 0.2)  # two clipped passes of two
         assert preset.weight_init == "glorot" and preset.optimizer == "adam"
         assert preset.env_kind == ATARI and preset.clip_rewards is True and preset.frame_skip == 4
-    assert resolve_new_run({"scenario": "ALE/Breakout-v5"}).frame_background == 0.0  # its background is black
+    one_grey = resolve_new_run({"scenario": "ALE/Breakout-v5", "frame_norm": "background"})
+    assert one_grey.frame_background == 0.0 and one_grey.frame_background_image is None  # its background is black
     assert resolve_new_run({"scenario": "ALE/Pong-v5", "rollout": 30}).rollout == 30
     assert resolve_new_run({"scenario": "ALE/Breakout-v5", "gae_lambda": 0.95}).gae_lambda == 0.95
     assert resolve_new_run({"scenario": "ALE/Breakout-v5", "activation": "elu"}).activation == "elu"
@@ -386,13 +389,13 @@ def test_the_atari_passes_give_way_to_a_flag_to_fewer_games_and_to_a_run_saved_w
 @pytest.mark.parametrize("game", ["ALE/Qbert-v5", "ALE/Phoenix-v5", "ALE/Pong-v5"])
 def test_every_atari_game_resolves_to_breakouts_config_but_for_the_games_own_facts(game, tmp_path):
     """One default set: a game's run differs from Breakout's only in what the game itself is (its id, its action
-    set, its background grey), never in a learning value."""
+    set, each pixel's background), never in a learning value."""
     def saved(scenario):
         return json.loads(resolve_new_run({"scenario": scenario, "model_dir": str(tmp_path), "workers": 2}).to_json())
 
     breakout, other = saved("ALE/Breakout-v5"), saved(game)
     differ = {key for key in set(breakout) | set(other) if breakout.get(key) != other.get(key)}
-    assert differ <= {"scenario", "scenario_path", "actions", "frame_background"}, differ
+    assert differ <= {"scenario", "scenario_path", "actions", "frame_background_image"}, differ
     assert other["scenario"] == game and len(other["actions"]) > len(breakout["actions"])  # 6 or 8 against 4
 
 

@@ -42,6 +42,8 @@ def resolved(flags: dict) -> dict:
     with contextlib.redirect_stdout(io.StringIO()):  # the preset's values, said as a run starts
         config = json.loads(resolve_new_run(flags).to_json())
     config["scenario_path"] = config["scenario_path"].replace(vizdoom.scenarios_path, VIZDOOM)
+    if (image := config.get("frame_background_image")) is not None:  # a measurement, not a default: its shape only
+        config["frame_background_image"] = f"{len(image)} rows of {len(image[0])} greys"
     return config
 
 
