@@ -34,6 +34,9 @@ POLICY_HEADS = ("flat", "factorised")
 OPTIMIZERS = ("adam", "rmsprop")
 RMSPROP_STYLES = ("tf1", "keras")
 PRECISIONS = ("auto", "float32", "bfloat16")  # doom_a3c/algo/model/precision.py
+# ViZDoom's audio buffer rates (vizdoom.SamplingRate). 11025, the default: the engine's steps/s with it on are 0.89 of
+# off on basic_audio (44100: 0.69), and the game's sounds hold their energy below 2 kHz (docs/defaults/audio.md).
+AUDIO_SAMPLING_RATES = (11025, 22050, 44100)
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,15 @@ class TrainConfig:
     cfg_variables: bool | None = _flag(None, "Doom: when neither the preset nor the config lists game variables, the "
                                        "network sees those the .cfg lists (available_game_variables: HEALTH, "
                                        "AMMO2...)", shown_default="on for a map without a preset, off under one")
+    audio: bool | None = _flag(None, "ViZDoom: the network hears the game: each step's sound (every tic the step "
+                               "covers, left and right) through a small audio torso beside the pixels; needs the "
+                               "system's OpenAL library (Debian: libopenal1)",
+                               shown_default="on where the scenario's .cfg enables the audio buffer (basic_audio), "
+                                             "else off")
+    audio_sampling_rate: int = _flag(11025, "with --audio: the sound's samples a second, one of "
+                                     + ", ".join(map(str, AUDIO_SAMPLING_RATES)) + " (ViZDoom's rates)",
+                                     bounds=Bounds(AUDIO_SAMPLING_RATES[0], AUDIO_SAMPLING_RATES[-1],
+                                                   why="ViZDoom's rates: " + ", ".join(map(str, AUDIO_SAMPLING_RATES))))
     normalize_variables: bool | None = _flag(None, "Doom, and image envs with vectors beside the image: the network "
                                              "sees its game variables standardised by running means and deviations, "
                                              "saved in the checkpoint",
@@ -360,6 +372,12 @@ class TrainConfig:
         if self.distributed == "ray" and self.trainer == "ga3c":
             raise ConfigError("--distributed ray runs A3C workers (each with its own local copy); "
                               "--trainer ga3c runs in one process: use one or the other")
+        if self.audio_sampling_rate not in AUDIO_SAMPLING_RATES:
+            raise ConfigError(f"--audio-sampling-rate must be one of {', '.join(map(str, AUDIO_SAMPLING_RATES))} "
+                              f"(ViZDoom's rates), got {self.audio_sampling_rate}")
+        if self.is_resolved() and self.audio and self.env_kind != "doom":
+            raise ConfigError(f"--audio: for ViZDoom scenarios (their engine's sound), not {self.scenario} "
+                              f"({self.env_kind})")
         if self.is_resolved() and self.enemy_coef > 0 and self.env_kind != "doom":
             raise ConfigError(f"--enemy-coef needs a ViZDoom scenario (its labels buffer says where enemies are); "
                               f"{self.scenario} is {self.env_kind}")
@@ -382,7 +400,7 @@ class TrainConfig:
         """True once the scenario's values are filled in (doom_a3c/run/resolve.py): nothing left to look up."""
         return (self.env_kind in ENV_KINDS and bool(self.scenario_path) and bool(self.actions)
                 and all(getattr(self, name) is not None for name in ("frame_skip", "reward_scale", "clip_rewards",
-                                                                 "env_processes", "ale_vector")))
+                                                                 "env_processes", "ale_vector", "audio")))
 
     def plays_deathmatch(self) -> bool:
         """A ViZDoom deathmatch host (cig, or --bots on a user's map): its episodes are matches, reported with the

@@ -1,8 +1,8 @@
 """A frame stack (--frame-stack K) around any environment with images: the network sees the last K preprocessed
 frames side by side on the channel axis, [H, W, K * C] (oldest first, the newest in the last C channels), in front
 of its conv torso and LSTM, as CleanRL's `ppo_atari` feeds its 4 frames (gymnasium's `FrameStackObservation`) to
-its torso. A record observation (a frame and game variables, doom_a3c/envs/interface.py) stacks its frame only; its
-variables are the newest.
+its torso. A record observation (a frame and game variables or sound, doom_a3c/envs/interface.py) stacks its frame only; its
+variables and sound are the newest step's (the LSTM keeps what came before).
 
 The stack starts again, zeros and then the new frame, wherever the LSTM state starts again: at reset() and at a
 learning terminal (`Step.done`: the game's end, or an Atari life lost while the game goes on), so no frame of a
@@ -14,10 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from doom_a3c.config import MAX_FRAME_STACK
-from doom_a3c.envs.interface import ENEMY, Environment, Step, observation_dtype
+from doom_a3c.envs.interface import FRAME, Environment, Step, with_frame_shape
 from doom_a3c.errors import ConfigError
-
-FRAME, VARIABLES = "frame", "variables"
 
 
 class FrameStack:
@@ -66,11 +64,10 @@ class FrameStack:
         if not is_record:
             return self._frames.copy()
         if self._record is None:
-            self._record = observation_dtype(self.observation_shape, observation[VARIABLES].shape[-1],
-                                             ENEMY in observation.dtype.names)
+            self._record = with_frame_shape(observation.dtype, self.observation_shape)
         stacked = np.zeros((), self._record)
         stacked[FRAME] = self._frames
-        for name in observation.dtype.names[1:]:  # the variables and any learning target: the newest
+        for name in observation.dtype.names[1:]:  # the variables, the sound and any learning target: the newest
             stacked[name] = observation[name]
         return stacked
 

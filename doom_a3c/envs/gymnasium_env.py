@@ -14,9 +14,9 @@ doom_a3c/run/agent.py reads it:
 `terminated` is the end of the game as training saw it (a Doom scenario's episode timeout is a terminal unless the
 run bootstrapped from it); `truncated` is a time limit training bootstrapped from (Atari's, CartPole's).
 
-A Doom observation with game variables, one NumPy record array inside doom_a3c, is a `spaces.Dict` here:
-{"frame": uint8 frame, "variables": float32 vector}; `gym_observation` and `record_observation` convert between
-the two.
+A Doom observation with game variables or sound, one NumPy record array inside doom_a3c, is a `spaces.Dict` here:
+{"frame": uint8 frame, "variables": float32 vector}, and with --audio "audio": the step's sound, [samples, 2] int16
+(left, right; doom_a3c/envs/doom/audio.py); `gym_observation` and `record_observation` convert between the two.
 """
 from __future__ import annotations
 
@@ -29,16 +29,17 @@ from gymnasium import spaces
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.display import show_windows
 from doom_a3c.envs.factory import make_environment
-from doom_a3c.envs.interface import Environment, observation_dtype
-
-FRAME, VARIABLES = "frame", "variables"
+from doom_a3c.envs.interface import AUDIO, FRAME, VARIABLES, Environment, observation_dtype
 
 
 def gym_observation(observation: np.ndarray) -> np.ndarray | dict[str, np.ndarray]:
     """doom_a3c's observation as the gymnasium env returns it: a fresh array, or the record's fields as a dict."""
     if observation.dtype.names is None:
         return np.array(observation)
-    return {FRAME: np.array(observation[FRAME]), VARIABLES: np.array(observation[VARIABLES], np.float32)}
+    fields = {FRAME: np.array(observation[FRAME]), VARIABLES: np.array(observation[VARIABLES], np.float32)}
+    if AUDIO in observation.dtype.names:
+        fields[AUDIO] = np.array(observation[AUDIO])
+    return fields
 
 
 def record_observation(observation: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
@@ -46,8 +47,12 @@ def record_observation(observation: np.ndarray | dict[str, np.ndarray]) -> np.nd
     if not isinstance(observation, dict):
         return np.asarray(observation)
     frame, variables = np.asarray(observation[FRAME]), np.asarray(observation[VARIABLES], np.float32)
-    record = np.zeros((), observation_dtype(frame.shape, variables.shape[-1]))
+    audio = np.asarray(observation[AUDIO], np.int16) if AUDIO in observation else None
+    record = np.zeros((), observation_dtype(frame.shape, variables.shape[-1],
+                                            audio_shape=None if audio is None else audio.shape))
     record[FRAME], record[VARIABLES] = frame, variables
+    if audio is not None:
+        record[AUDIO] = audio
     return record
 
 
@@ -57,8 +62,12 @@ def observation_space(game: Environment, observation: np.ndarray) -> spaces.Spac
     if observation.dtype.names is not None:
         frame, variables = observation[FRAME], observation[VARIABLES]
         largest = np.finfo(np.float32).max
-        return spaces.Dict({FRAME: spaces.Box(0, 255, frame.shape, np.uint8),
-                            VARIABLES: spaces.Box(-largest, largest, variables.shape, np.float32)})
+        fields = {FRAME: spaces.Box(0, 255, frame.shape, np.uint8),
+                  VARIABLES: spaces.Box(-largest, largest, variables.shape, np.float32)}
+        if AUDIO in observation.dtype.names:
+            sample = np.iinfo(np.int16)
+            fields[AUDIO] = spaces.Box(sample.min, sample.max, observation[AUDIO].shape, np.int16)
+        return spaces.Dict(fields)
     if observation.dtype == np.uint8:
         return spaces.Box(0, 255, observation.shape, np.uint8)
     low, high = game.observation_bounds

@@ -7,8 +7,8 @@ TensorBoard and play.py always show what the game itself scored. Reward shaping 
 for changes of game variables) travels beside it in `Step.shaping` and reaches learning only.
 
 An observation is one NumPy array per game: the frame (or vector) itself, or, for a Doom scenario
-whose preset feeds game variables to the network, a record array with the fields `frame` and
-`variables`. Being one array, it stacks, concatenates and crosses process pipes the same way;
+whose preset feeds game variables (or, with --audio, the game's sound) to the network, a record array with the
+fields `frame`, `variables` and `audio`. Being one array, it stacks, concatenates and crosses process pipes the same way;
 `network_inputs` splits it for the network.
 """
 from __future__ import annotations
@@ -68,14 +68,27 @@ def spec_of(env: Environment) -> EnvSpec:
                    list(env.action_names))
 
 
+FRAME, VARIABLES, AUDIO = "frame", "variables", "audio"  # a record's fields that the network takes
+NETWORK_FIELDS = (FRAME, VARIABLES, AUDIO)
 ENEMY = "enemy"  # a record's learning-only target (doom_a3c/envs/doom/labels.py); the network never sees it
 
 
-def observation_dtype(frame_shape: tuple[int, ...], num_variables: int, enemy_target: bool = False) -> np.dtype:
+def observation_dtype(frame_shape: tuple[int, ...], num_variables: int, enemy_target: bool = False,
+                      audio_shape: tuple[int, int] | None = None) -> np.dtype:
     """The record of one Doom observation with game variables: the uint8 frame and the scaled variables; with
-    `enemy_target`, beside them whether an enemy is in view (1.0 or 0.0), for learning only."""
-    fields = [("frame", np.uint8, frame_shape), ("variables", np.float32, (num_variables,))]
+    `audio_shape`, the step's sound as ViZDoom's buffer holds it ([samples, 2] int16, left and right,
+    doom_a3c/envs/doom/audio.py); with `enemy_target`, beside them whether an enemy is in view (1.0 or 0.0), for
+    learning only."""
+    fields = [(FRAME, np.uint8, frame_shape), (VARIABLES, np.float32, (num_variables,))]
+    if audio_shape is not None:
+        fields.append((AUDIO, np.int16, tuple(audio_shape)))
     return np.dtype(fields + [(ENEMY, np.float32, (1,))] if enemy_target else fields)
+
+
+def with_frame_shape(record: np.dtype, frame_shape: tuple[int, ...]) -> np.dtype:
+    """A record dtype whose frame has another shape (a stack of frames), every other field as it was."""
+    return np.dtype([(name, record[name].base, frame_shape if name == FRAME else record[name].shape)
+                     for name in record.names])
 
 
 def enemy_targets(observations: np.ndarray) -> np.ndarray | None:
@@ -86,15 +99,15 @@ def enemy_targets(observations: np.ndarray) -> np.ndarray | None:
 
 
 def network_inputs(observations: np.ndarray):
-    """Observations [..., *obs] as the network takes them: the array itself, or (frames, variables) for
-    record observations (contiguous copies: TensorFlow cannot take a strided field view); a record with no game
-    variables (only a learning target beside its frame) gives the frames alone."""
+    """Observations [..., *obs] as the network takes them: the array itself, or for record observations a dict of
+    the fields it takes ("frame", and "variables" and "audio" where the game gives them; contiguous copies:
+    TensorFlow cannot take a strided field view). A record with nothing beside its frame but a learning target
+    gives the frames alone."""
     if observations.dtype.names is None:
         return observations
-    frames = np.ascontiguousarray(observations["frame"])
-    if observations.dtype["variables"].shape == (0,):
-        return frames
-    return frames, np.ascontiguousarray(observations["variables"])
+    inputs = {name: np.ascontiguousarray(observations[name]) for name in NETWORK_FIELDS
+              if name in observations.dtype.names and observations.dtype[name].shape != (0,)}
+    return inputs[FRAME] if len(inputs) == 1 else inputs
 
 
 def preprocess_frame(screen: np.ndarray, crop=(0.0, 0.0, 0.0, 0.0), size: int = 84,

@@ -4,7 +4,7 @@ heads, the game variables the network sees, the learning-only shaping and explor
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.action_sets import (
@@ -24,9 +24,17 @@ CFG_VARIABLE_SHAPING = "cfg_variable_shaping"
 DEATHMATCH = "deathmatch"
 
 
-def doom_cfg_lists(cfg_path: str) -> tuple[list[str], list[str]]:
-    """The buttons a .cfg makes available, in make_action's order, and the game variables it lists (read
-    without starting an engine)."""
+class CfgFacts(NamedTuple):
+    """What a .cfg says that a run resolves from: its buttons in make_action's order, the game variables it lists,
+    and whether it enables the audio buffer (basic_audio's)."""
+
+    buttons: list[str]
+    variables: list[str]
+    audio: bool
+
+
+def doom_cfg_facts(cfg_path: str) -> CfgFacts:
+    """A .cfg's buttons, game variables and audio buffer, read without starting an engine."""
     import vizdoom as vzd
 
     game = vzd.DoomGame()
@@ -35,12 +43,13 @@ def doom_cfg_lists(cfg_path: str) -> tuple[list[str], list[str]]:
     except Exception as error:  # ViZDoom raises its own exception types
         raise ConfigError(f"cannot load scenario config {cfg_path}: {str(error).splitlines()[0]}") from None
     names = lambda items: [str(item).split(".")[-1].split(":")[0] for item in items]  # noqa: E731
-    return names(game.get_available_buttons()), names(game.get_available_game_variables())
+    return CfgFacts(names(game.get_available_buttons()), names(game.get_available_game_variables()),
+                    bool(game.is_audio_buffer_enabled()))
 
 
 def doom_buttons(cfg_path: str) -> list[str]:
     """The buttons a .cfg makes available, in make_action's order."""
-    return doom_cfg_lists(cfg_path)[0]
+    return doom_cfg_facts(cfg_path).buttons
 
 
 def doom_actions(config: TrainConfig, preset: dict[str, Any], buttons: list[str],

@@ -9,6 +9,9 @@ Signature `serving_default` (also the `step` attribute of the loaded object), B 
                                         the env gives them (each times its config scale); with
                                         normalize_variables the step standardises them itself, by the
                                         running statistics saved with the weights
+             audio           [B, S, 2]  int16, only for runs with --audio: the step's sound as ViZDoom's buffer
+                                        holds it (frame skip x rate / 35 samples, left and right; policy.json's
+                                        audio_sampling_rate)
              state_h, state_c [B, S]    float32, the LSTM state (zeros at the start; S = 0 without an LSTM)
              episode_start   [B]        float32, 1.0 where this observation starts an episode (zeroes the state)
     outputs  probabilities   [B, A]     float32, the policy over policy.json's actions (with factorised heads:
@@ -32,6 +35,7 @@ import json
 import os
 from typing import NamedTuple
 
+from doom_a3c.envs.interface import AUDIO, FRAME, VARIABLES
 from doom_a3c.quiet_import import tf
 from doom_a3c.runtime.files import ensure_writable_dir
 
@@ -50,27 +54,27 @@ class PolicyStep(tf.Module):
         super().__init__(name="policy")
         self.net = net
         state = tf.TensorSpec([None, net.state_size], tf.float32)
-        specs = [tf.TensorSpec([None, *observation_shape], observation_dtype, name="observation")]
+        # the network's inputs by signature name: the record's field each is (doom_a3c/envs/interface.py)
+        inputs = {"observation": (FRAME, tf.TensorSpec([None, *observation_shape], observation_dtype))}
         if net.num_game_variables:
-            specs.append(tf.TensorSpec([None, net.num_game_variables], tf.float32, name="game_variables"))
+            inputs["game_variables"] = (VARIABLES, tf.TensorSpec([None, net.num_game_variables], tf.float32))
+        if net.audio_samples:
+            inputs["audio"] = (AUDIO, tf.TensorSpec([None, net.audio_samples, 2], tf.int16))
+        self._fields = [field for field, _ in inputs.values()]
+        specs = [tf.TensorSpec(spec.shape, spec.dtype, name=name) for name, (_, spec) in inputs.items()]
         specs += [tf.TensorSpec(state.shape, tf.float32, name="state_h"),
                   tf.TensorSpec(state.shape, tf.float32, name="state_c"),
                   tf.TensorSpec([None], tf.float32, name="episode_start")]
-        body = self._step_with_variables if net.num_game_variables else self._step_pixels
-        self.step = tf.function(body, input_signature=specs)
+        self.step = tf.function(self._step, input_signature=specs)
 
-    def _run(self, observations, state_h, state_c, episode_start):
+    def _step(self, *inputs):
         from doom_a3c.algo.model.actor_critic import LSTMState
 
+        *observation, state_h, state_c, episode_start = inputs
+        observations = observation[0] if len(observation) == 1 else dict(zip(self._fields, observation))
         out = self.net.step(observations, LSTMState(state_h, state_c), episode_start)
         return {"probabilities": tf.nn.softmax(out.logits), "value": out.values,
                 "state_h": out.state.h, "state_c": out.state.c}
-
-    def _step_pixels(self, observation, state_h, state_c, episode_start):
-        return self._run(observation, state_h, state_c, episode_start)
-
-    def _step_with_variables(self, observation, game_variables, state_h, state_c, episode_start):
-        return self._run((observation, game_variables), state_h, state_c, episode_start)
 
 
 def export_policy(agent, directory: str) -> ExportedPolicy:
@@ -91,6 +95,8 @@ def export_policy(agent, directory: str) -> ExportedPolicy:
                    "action_names": list(spec.action_names), "action_heads": agent.config.action_heads,
                    "observation_shape": list(observation_shape), "frame_stack": stack, "frame_shape": one_frame,
                    "observation_dtype": dtype.name, "game_variables": agent.config.game_variables,
+                   "audio_samples": int(net.audio_samples),
+                   "audio_sampling_rate": agent.config.audio_sampling_rate if net.audio_samples else None,
                    "state_size": int(net.state_size), "precision": net.precision,
                    "seconds_per_step": spec.seconds_per_step,
                    "config": agent.config.to_dict()}, handle, indent=2)

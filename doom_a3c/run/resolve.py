@@ -21,6 +21,7 @@ from doom_a3c.envs.doom.action_sets import (
     action_name_problem,
     missing_buttons,
 )
+from doom_a3c.envs.doom.audio import check_openal
 from doom_a3c.envs.doom.multiplayer import is_multiplayer
 from doom_a3c.envs.doom.scenario_files import find_doom_scenario
 from doom_a3c.envs.scenario import ATARI, DOOM, IMAGE, VECTOR, environment_kind
@@ -31,7 +32,7 @@ from doom_a3c.run.doom_values import (
     deathmatch_preset,
     doom_action_heads,
     doom_actions,
-    doom_cfg_lists,
+    doom_cfg_facts,
     doom_variables,
     exploration_values,
     movement_values,
@@ -126,6 +127,11 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
         else games_in_processes,
         "frame_stack": _frame_stack(config, kind),
     }
+    if kind != DOOM:
+        if config.audio:
+            raise ConfigError(f"--audio: for ViZDoom scenarios (their engine's sound), not {config.scenario} "
+                              f"({KIND_NAMES[kind]})")
+        values["audio"] = False
     if config.frame_width and kind in (ATARI, VECTOR):
         raise ConfigError(f"--frame-width: for ViZDoom scenarios and image envs, not {config.scenario} "
                           f"({KIND_NAMES[kind]})")
@@ -138,7 +144,8 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                               "Doom's frames take standardize (the default) or scale")
         _, cfg_path = find_doom_scenario(config.scenario, config.model_dir)
         check_screen_resolution(config.screen_resolution)
-        buttons, cfg_variables = doom_cfg_lists(cfg_path)
+        cfg = doom_cfg_facts(cfg_path)
+        buttons, cfg_variables = cfg.buttons, cfg.variables
         action_set, actions = doom_actions(config, preset, buttons, values["frame_skip"])
         action_heads = doom_action_heads(config, action_set, actions, buttons, values["frame_skip"])
         if not any(actions):  # none, or only combined_actions' wait: nothing to press
@@ -161,7 +168,11 @@ def resolve_environment(config: TrainConfig) -> TrainConfig:
                                                      cfg_variables),
                       movement_shaping=movement_values(name, config, deathmatch_preset(config, preset)),
                       bootstrap_timeout=preset_bool(name, preset, "bootstrap_timeout", config.bootstrap_timeout),
+                      # the .cfg that enables the audio buffer (basic_audio, a user's own) is one meant to be heard
+                      audio=config.audio if config.audio is not None else cfg.audio,
                       **exploration_values(name, config, preset))
+        if values["audio"]:  # before anything is written: an engine without OpenAL makes only silence
+            check_openal("--audio")
     else:
         values.update(_gym_values(config, kind, values))
     return check_self_play(dataclasses.replace(config, **values))

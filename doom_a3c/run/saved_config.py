@@ -51,6 +51,8 @@ FIELDS_BEFORE_ATARI_RECIPE: dict = {"frame_stack": 1,
 FIELDS_BEFORE_BOTS_FLAG: dict = {"bots": 0}
 # Saved before --self-play existed: trained against bots only.
 FIELDS_BEFORE_SELF_PLAY: dict = {"self_play": False, "self_play_opponents": 1, "self_play_snapshot_minutes": 5.0}
+# Saved before --audio existed: deaf, its games' audio buffer off (basic_audio's .cfg enables it).
+FIELDS_BEFORE_AUDIO: dict = {"audio": False, "audio_sampling_rate": 11025}
 
 
 def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -> TrainConfig:
@@ -69,7 +71,8 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
             raise ConfigError(f"{where} was trained on {saved.scenario_path}, not {cfg_path} (another file of the "
                               f"same name); use another --model-dir for a new scenario")
     given = {k: v for k, v in given.items() if k != "scenario"}  # the same scenario, perhaps spelt otherwise
-    fixed = [name for name in (*FIELDS_BEFORE_ACTION_SETS, "color", "frame_stack", "frame_norm", "frame_background")
+    fixed = [name for name in (*FIELDS_BEFORE_ACTION_SETS, "color", "frame_stack", "frame_norm", "frame_background",
+                               *FIELDS_BEFORE_AUDIO)
              if name in given and given[name] != getattr(saved, name)]
     if given.get("bots") and not saved.plays_deathmatch():
         raise ConfigError(f"{where} was not trained as a deathmatch host (its games have no -deathmatch): --bots "
@@ -82,8 +85,8 @@ def resolve_resumed_run(saved: TrainConfig, given: dict[str, Any], where: str) -
         # in the same place, whatever they are (doom_a3c/algo/optimizers.py).
         fixed.append("optimizer")
     if fixed:
-        # They chose the games' actions and variables, the network's input, policy heads and running statistics
-        # when the run began.
+        # They chose the games' actions and variables, the network's input (its sound too), policy heads and
+        # running statistics when the run began.
         flags = ", ".join(f"--{name.replace('_', '-')} (trained with {getattr(saved, name)})" for name in fixed)
         raise ConfigError(f"{where} cannot change {flags} on --resume; start a new run in another --model-dir")
     if given.get("self_play") and saved.bot_curriculum and "bot_curriculum" not in given:
@@ -120,7 +123,8 @@ def upgrade_saved_config(data: dict[str, Any], where: str) -> TrainConfig:
         if data.get(key) is None:
             data[key] = value
     for key, value in {**FIELDS_BEFORE_ACTION_SETS, **FIELDS_BEFORE_IMAGE_ENVS, **FIELDS_BEFORE_EVALUATION,
-                       **FIELDS_BEFORE_FINE_TURNS, **FIELDS_BEFORE_ATARI_RECIPE, **FIELDS_BEFORE_SELF_PLAY}.items():
+                       **FIELDS_BEFORE_FINE_TURNS, **FIELDS_BEFORE_ATARI_RECIPE, **FIELDS_BEFORE_SELF_PLAY,
+                       **FIELDS_BEFORE_AUDIO}.items():
         data.setdefault(key, value)  # saved before they existed: as trained, not today's defaults
     target = data.get("target_reward")
     if isinstance(target, float) and not math.isfinite(target):

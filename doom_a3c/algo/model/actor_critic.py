@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from doom_a3c.algo.model.audio import band_features
 from doom_a3c.algo.model.heads import FactorisedHeads, joint_log_probs
 from doom_a3c.algo.model.layers import (
     NormalizedColumns,
@@ -30,6 +31,8 @@ from doom_a3c.algo.model.lstm_sequence import check_cell, lstm_sequence
 from doom_a3c.algo.model.precision import choose_precision
 from doom_a3c.algo.normalization import variable_moments_size
 from doom_a3c.envs.doom.action_sets import head_option_matrix
+from doom_a3c.envs.doom.audio import samples_per_step
+from doom_a3c.envs.interface import AUDIO, FRAME, VARIABLES
 from doom_a3c.errors import ConfigError
 from doom_a3c.quiet_import import keras, tf
 
@@ -56,6 +59,7 @@ NETWORK_PRECISIONS = ("float32", "bfloat16")  # --precision as resolved (doom_a3
 WEIGHT_INITS = ("glorot", "orthogonal")
 ACTIVATIONS = ("elu", "relu")
 VARIABLE_UNITS = 32  # width of the game variables' own layer (a handful of numbers in)
+AUDIO_UNITS = 64  # width of the sound's own layer (2 x 32 bands in: doom_a3c/algo/model/audio.py)
 
 
 class ActorCritic(keras.Model):
@@ -72,6 +76,8 @@ class ActorCritic(keras.Model):
     `frame_background`: the grey level (0-255) `frame_norm` "background" subtracts from the scaled frames;
     `frame_background_image`: the greys [H][W] (0-255) "pixel_background" subtracts, one a pixel, from every frame
     of the stack.
+    `audio_samples` > 0: the network hears each step's sound, [audio_samples, 2] int16 at `audio_sampling_rate`,
+    through its own torso (band magnitudes, doom_a3c/algo/model/audio.py, then a dense layer) beside the pixels'.
     """
 
     def __init__(self, num_actions: int, lstm_size: int = 256, seed: int = 0, name: str = "global",
@@ -81,8 +87,10 @@ class ActorCritic(keras.Model):
                  factorised_heads: FactorisedHeads | None = None, entropy_target: bool = False,
                  weight_init: str = "glorot", precision: str = "float32", activation: str = "elu",
                  frame_background: float = 0.0, frame_background_image: list | None = None,
-                 enemy_head: bool = False):
+                 enemy_head: bool = False, audio_samples: int = 0, audio_sampling_rate: int = 11025):
         super().__init__(name=name)
+        self.audio_samples = audio_samples
+        self.audio_sampling_rate = audio_sampling_rate
         self.frame_background = float(frame_background)
         if frame_norm == "pixel_background" and frame_background_image is None:
             raise ValueError("frame_norm 'pixel_background' needs frame_background_image")
@@ -183,6 +191,10 @@ class ActorCritic(keras.Model):
             # before the LSTM, as Sample Factory's Doom encoder does with its measurements. float32 in every
             # precision: a handful of numbers in, nothing to gain.
             layers["game_vars"] = keras.layers.Dense(VARIABLE_UNITS, activation=act, kernel_initializer=init(7))
+        if self.audio_samples:
+            # The sound's bands get a layer of their own too, joined before the LSTM, which keeps what was heard;
+            # float32, as the variables' (64 numbers in).
+            layers["audio"] = keras.layers.Dense(AUDIO_UNITS, activation=act, kernel_initializer=init(8))
         for attribute, layer in layers.items():
             layer.name = prefix + attribute
             setattr(self, prefix + attribute, layer)
@@ -192,8 +204,8 @@ class ActorCritic(keras.Model):
                                          name=prefix + "lstm", dtype=dtype)
             check_cell(lstm)
             setattr(self, prefix + "lstm", lstm)
-        variables_layer = layers.pop("game_vars", None)
-        return (list(layers.values()), variables_layer), lstm
+        side_layers = (layers.pop("game_vars", None), layers.pop("audio", None))
+        return (list(layers.values()), *side_layers), lstm
 
     def initial_state(self, batch_size: int) -> LSTMState:
         zeros = tf.zeros([batch_size, self.state_size], tf.float32)
@@ -219,23 +231,27 @@ class ActorCritic(keras.Model):
         return x
 
     def encode(self, observations) -> list[tf.Tensor]:
-        """[N, *obs] frames, or (frames [N, *obs], game variables [N, V]) -> one [N, features] tensor per
-        branch (one, or actor and critic)."""
-        frames, variables = observations if isinstance(observations, (tuple, list)) else (observations, None)
-        x = self._inputs(frames)
+        """[N, *obs] frames, or a dict of them ("frame") with game variables ("variables" [N, V]) and sound ("audio"
+        [N, samples, 2] int16) -> one [N, features] tensor per branch (one, or actor and critic)."""
+        inputs = observations if isinstance(observations, dict) else {FRAME: observations}
+        x = self._inputs(inputs[FRAME])
+        variables = inputs.get(VARIABLES)
         if variables is not None:
             variables = tf.cast(variables, tf.float32)
             if self.variable_moments is not None:
                 variables = normalized_variables_tensor(variables, tf.stop_gradient(self.variable_moments.moments))
+        bands = band_features(inputs[AUDIO], self.audio_sampling_rate) if self.audio_samples else None  # [N, 64]
         features = []
-        for (layers, variables_layer), _ in self._branches:
+        for (layers, variables_layer, audio_layer), _ in self._branches:
             out = x
             for layer in layers:
                 out = layer(out)  # bfloat16: the first layer rounds the float32 frames, the others stay in it
-            out = tf.cast(out, tf.float32)  # float32: as it is
+            parts = [tf.cast(out, tf.float32)]  # float32: as it is
             if variables_layer is not None:
-                out = tf.concat([out, variables_layer(variables)], axis=-1)
-            features.append(out)
+                parts.append(variables_layer(variables))
+            if audio_layer is not None:
+                parts.append(audio_layer(bands))
+            features.append(tf.concat(parts, axis=-1) if len(parts) > 1 else parts[0])
         return features
 
     def _core(self, features: list[tf.Tensor], state: LSTMState, starts: tf.Tensor):
@@ -312,8 +328,12 @@ class ActorCritic(keras.Model):
             # the stack's frames too on each batch of 24 84x84x4 frames
             self.frame_background_image = tf.tile(self.frame_background_image, [1, 1, observation_shape[-1]])
         observations = tf.zeros((1, *observation_shape), dtype)
-        if self.num_game_variables:
-            observations = (observations, tf.zeros((1, self.num_game_variables), tf.float32))
+        if self.num_game_variables or self.audio_samples:
+            observations = {FRAME: observations}
+            if self.num_game_variables:
+                observations[VARIABLES] = tf.zeros((1, self.num_game_variables), tf.float32)
+            if self.audio_samples:
+                observations[AUDIO] = tf.zeros((1, self.audio_samples, 2), tf.int16)
         self.step(observations, self.initial_state(1), tf.ones([1]))
         if self.enemy_head is not None:  # acting never reaches it: build it on the torso's output
             self.enemy_head(self.encode(observations)[0])
@@ -347,5 +367,8 @@ def build_actor_critic(config, num_actions: int, observation_shape: tuple[int, .
                       weight_init=config.weight_init, precision=precision, activation=config.activation,
                       frame_background=config.frame_background or 0.0,
                       frame_background_image=config.frame_background_image,
-                      enemy_head=config.enemy_coef > 0)
+                      enemy_head=config.enemy_coef > 0,
+                      audio_samples=samples_per_step(config.audio_sampling_rate, config.frame_skip)
+                      if config.audio else 0,
+                      audio_sampling_rate=config.audio_sampling_rate)
     return net.build_variables(observation_shape)

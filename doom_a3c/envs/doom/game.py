@@ -6,13 +6,14 @@ import os
 import numpy as np
 
 from doom_a3c.config import TrainConfig
+from doom_a3c.envs.doom.audio import SilenceWatch, audio_shape, set_up_audio
 from doom_a3c.envs.doom.action_sets import is_first_half, missing_buttons, pressed_button, tic_value
 from doom_a3c.envs.doom.bot_levels import episode_start_commands, has_difficulty_script
 from doom_a3c.envs.doom.labels import enemy_in_view
 from doom_a3c.envs.doom.multiplayer import DEFAULT_MATCH_MINUTES, is_multiplayer, time_limit
 from doom_a3c.envs.doom.shaping import MovementShaping, VariableShaping, match_report
 from doom_a3c.envs.engine import leash_engine
-from doom_a3c.envs.interface import ENEMY, Step, observation_dtype, preprocess_frame
+from doom_a3c.envs.interface import AUDIO, ENEMY, Step, observation_dtype, preprocess_frame
 from doom_a3c.errors import ConfigError
 
 DOOM_TICS_PER_SECOND = 35
@@ -94,6 +95,13 @@ class DoomEnvironment:
             self._game.add_game_args("+cl_run 0")
         if config.game_args:
             self._game.add_game_args(config.game_args)
+        # --audio: each step's sound in the observation; off, the engine mixes none (a deaf run on basic_audio's .cfg)
+        self._audio_shape = audio_shape(config.audio_sampling_rate, config.frame_skip) if config.audio else None
+        self._silence = SilenceWatch(os.path.basename(cfg_path)) if config.audio else None
+        if config.audio:
+            set_up_audio(self._game, vzd, config.audio_sampling_rate, config.frame_skip)
+        else:
+            self._game.set_audio_buffer_enabled(False)
         self._match = config.plays_deathmatch()
         if self._match and time_limit(config.game_args) is None and not self._game.get_episode_timeout():
             # Neither the host's arguments nor the .cfg end a match: a deathmatch would go on for ever, no episode
@@ -181,8 +189,9 @@ class DoomEnvironment:
         self._crop = tuple(config.crop)
         self._color = config.color
         self.observation_shape = (config.frame_size, config.frame_width or config.frame_size, 3 if config.color else 1)
-        self._record = observation_dtype(self.observation_shape, len(self._variable_names), self._enemy_target) \
-            if self._variable_names or self._enemy_target else None
+        self._record = observation_dtype(self.observation_shape, len(self._variable_names), self._enemy_target,
+                                         self._audio_shape) \
+            if self._variable_names or self._enemy_target or self._audio_shape else None
         self._last_screen: np.ndarray | None = None
         self._last_observation: np.ndarray | None = None
         # True: step() plays its frame_skip tics one by one and keeps every tic's screen in `tic_screens`, for
@@ -221,6 +230,9 @@ class DoomEnvironment:
         observation["variables"] = self._variables(self._variable_names) * self._variable_scales
         if self._enemy_target:
             observation[ENEMY] = enemy_in_view(state.labels_buffer, state.labels)
+        if self._silence is not None:
+            observation[AUDIO] = state.audio_buffer
+            self._silence.hear(state.audio_buffer)
         self._last_observation = observation
         return observation
 
@@ -265,6 +277,8 @@ class DoomEnvironment:
             self._deaths = self._deaths_at_start = self._game.get_game_variable(self._deaths_variable)
         self._match_tics = self._tics_seen = 0
         self._restart_shaping()
+        if self._silence is not None:
+            self._silence.restart()
         return self._observe()
 
     def _died(self) -> tuple[bool, float]:
@@ -352,6 +366,8 @@ class DoomEnvironment:
             self._game.respawn_player()
             finished = self._game.is_episode_finished()
         if finished:  # Doom has no lives: the learning terminal is the real end
+            if self._silence is not None:
+                self._silence.check_episode()
             match = self.match_report() if self._match else None
             if self._bootstrap_timeout and self._game.is_episode_timeout_reached() and not self._game.is_player_dead():
                 # The engine shows no frame once the episode is over: the last one stands for the state the
