@@ -3,9 +3,12 @@
 
     python benchmarks/throughput.py [--minutes 1.5] [--modes a3c-e1 a3c-batched ga3c] [-- extra train.py flags]
     python benchmarks/throughput.py --minutes 6 --repeats 3 --modes a3c-no-eval a3c-eval a3c-eval-1min
+    python benchmarks/throughput.py --scenario basic_audio --minutes 3 --repeats 2 --modes heard deaf -- \
+        --learning-rate 1e-9
 
 The second measures evaluation during training's cost on basic.wad: the modes alternate within each repeat, and
-the ratio column is env steps/s with evaluation over without (docs/measuring/evaluation.md).
+the ratio column is env steps/s with evaluation over without (docs/measuring/evaluation.md). The third measures what
+hearing the game costs (docs/defaults/audio.md), on a policy kept untrained so that both play the same game.
 
 Each mode is a real `train.py` run (learning included) in a temporary folder. Reported per mode:
 environment steps per second and game frames per second (steps x frame skip) after a warm-up that
@@ -52,6 +55,10 @@ MODES = {
     "a3c-no-eval": [*A3C, "--no-evaluate"],
     "a3c-eval": [*A3C, "--evaluate"],
     "a3c-eval-1min": [*A3C, "--evaluate", "--eval-every-minutes", "1"],
+    # What hearing costs (docs/defaults/audio.md): basic_audio with its sound and without, the learning rate given
+    # tiny (--scenario basic_audio -- --learning-rate 1e-9) so that both play the same untrained game.
+    "heard": [*A3C, "--no-evaluate", "--audio"],
+    "deaf": [*A3C, "--no-evaluate", "--no-audio"],
 }
 
 

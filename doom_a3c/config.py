@@ -400,7 +400,7 @@ class TrainConfig:
         """True once the scenario's values are filled in (doom_a3c/run/resolve.py): nothing left to look up."""
         return (self.env_kind in ENV_KINDS and bool(self.scenario_path) and bool(self.actions)
                 and all(getattr(self, name) is not None for name in ("frame_skip", "reward_scale", "clip_rewards",
-                                                                 "env_processes", "ale_vector", "audio")))
+                                                                 "env_processes", "ale_vector")))
 
     def plays_deathmatch(self) -> bool:
         """A ViZDoom deathmatch host (cig, or --bots on a user's map): its episodes are matches, reported with the

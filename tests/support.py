@@ -62,9 +62,14 @@ def small_config(tmp_path, **overrides) -> TrainConfig:
     return TrainConfig(**{**values, **overrides})
 
 
-def fixed_rollouts(count: int, lstm_size: int) -> list[Rollout]:
-    """Rollouts with rewards, an episode end inside (dones then starts) and a non-zero initial LSTM state."""
+HEARD_SAMPLES = 315  # a step of one tic at 11,025 Hz (small_config's frame skip 1 with audio=True)
+
+
+def fixed_rollouts(count: int, lstm_size: int, heard: bool = False) -> list[Rollout]:
+    """Rollouts with rewards, an episode end inside (dones then starts) and a non-zero initial LSTM state; `heard`:
+    record observations whose frames are the same and which carry each step's sound beside them."""
     rng = np.random.default_rng(7)
+    sound = np.random.default_rng(8)
     rollouts = []
     for _ in range(count):
         dones = np.zeros((STEPS, GAMES), np.float32)
@@ -81,6 +86,12 @@ def fixed_rollouts(count: int, lstm_size: int) -> list[Rollout]:
                                     rng.normal(size=(GAMES, lstm_size)).astype(np.float32)),
             bootstrap_values=rng.normal(size=GAMES).astype(np.float32),
             end_values=np.zeros((STEPS, GAMES), np.float32)))
+        if heard:
+            frames = rollouts[-1].observations
+            observations = np.zeros((STEPS, GAMES), observation_dtype(SHAPE, 0, audio_shape=(HEARD_SAMPLES, 2)))
+            observations["frame"] = frames
+            observations["audio"] = sound.integers(-8000, 8000, (STEPS, GAMES, HEARD_SAMPLES, 2))
+            rollouts[-1] = rollouts[-1]._replace(observations=observations)
     return rollouts
 
 

@@ -24,7 +24,7 @@ from typing import Callable, NamedTuple, Protocol, Sequence
 import numpy as np
 
 from doom_a3c.envs.interface import Environment, EnvSpec, spec_of
-from doom_a3c.errors import one_line
+from doom_a3c.errors import ConfigError, one_line
 
 
 class BatchStep(NamedTuple):
@@ -164,6 +164,8 @@ class EnvBatch:
                 result = self.envs[i].step(int(actions[i]))
                 match = with_bot_level(result.match, self._match_levels[i])  # before the reset starts the next
                 observation = self._reset_game(i) if result.game_over else result.observation
+            except ConfigError:  # the game cannot run as configured (--audio's sound silent): a restart cannot help
+                raise
             except Exception as error:  # any game's failure: a killed engine, an emulator's error
                 if self._remake is None:
                     raise

@@ -46,7 +46,8 @@ def record_observation(observation: np.ndarray | dict[str, np.ndarray]) -> np.nd
     """The gymnasium env's observation back as doom_a3c's: a dict becomes the record array the network takes."""
     if not isinstance(observation, dict):
         return np.asarray(observation)
-    frame, variables = np.asarray(observation[FRAME]), np.asarray(observation[VARIABLES], np.float32)
+    frame = np.asarray(observation[FRAME])
+    variables = np.asarray(observation.get(VARIABLES, ()), np.float32)  # a user's own dict may leave out none
     audio = np.asarray(observation[AUDIO], np.int16) if AUDIO in observation else None
     record = np.zeros((), observation_dtype(frame.shape, variables.shape[-1],
                                             audio_shape=None if audio is None else audio.shape))

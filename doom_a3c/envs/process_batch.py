@@ -26,7 +26,7 @@ from doom_a3c.envs.batch import (
 )
 from doom_a3c.envs.engine import kill_process_tree
 from doom_a3c.envs.interface import Environment, EnvSpec
-from doom_a3c.errors import GameProcessLost, Stopped, one_line
+from doom_a3c.errors import ConfigError, GameProcessLost, Stopped, one_line
 
 
 def _watch_the_trainer(trainer: int) -> None:
@@ -58,7 +58,8 @@ def _serve_games(connection, factories: Sequence[Callable[[], Environment]], rem
     except EOFError:  # the trainer is gone
         pass
     except BaseException as error:  # noqa: BLE001 - the trainer raises it in the worker that asked
-        connection.send(("error", f"{type(error).__name__}: {error}"))
+        connection.send(("config", str(error)) if isinstance(error, ConfigError) else
+                        ("error", f"{type(error).__name__}: {error}"))
     finally:
         if batch is not None:
             batch.close()
@@ -165,6 +166,8 @@ class ProcessEnvBatch:
         except (EOFError, OSError):
             process.join(timeout=1)
             raise self._lost(child, f"died (exit code {process.exitcode})") from None
+        if status == "config":  # a game that cannot run as configured: the user's to fix, said as such
+            raise ConfigError(value)
         if status == "error":
             raise RuntimeError(f"in game process {process.pid}: {value}")
         return value

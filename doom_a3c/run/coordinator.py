@@ -18,7 +18,7 @@ from doom_a3c.algo.curriculum import BotCurriculum
 from doom_a3c.config import TrainConfig
 from doom_a3c.envs.doom.bot_levels import FULL_STRENGTH
 from doom_a3c.envs.interface import EnvSpec
-from doom_a3c.errors import one_line
+from doom_a3c.errors import ConfigError, one_line
 from doom_a3c.run.periodic_evaluation import Evaluator, improves
 from doom_a3c.run.recording import write_video
 from doom_a3c.run.summaries import RunLog, append_evaluation, trim_evaluations
@@ -101,9 +101,10 @@ class Coordinator:
             self._train()
         if self.run.errors:
             error = self.run.errors[0]
-            what = str(error) if isinstance(error, TooManyRestarts) else f"worker failed: {type(error).__name__}: {error}"
+            what = str(error) if isinstance(error, (TooManyRestarts, ConfigError)) else \
+                f"worker failed: {type(error).__name__}: {error}"
             print(f"error: {what} (final checkpoint saved in {cfg.model_dir}/{LAST})", file=sys.stderr)
-            return 1
+            return 2 if isinstance(error, ConfigError) else 1
         print(f"stopped: {self.stop_reason or 'done'}; {counters.env_steps} steps, {self.episodes} episodes, "
               f"mean-100 reward {self.log.mean_reward():.1f}; checkpoint {cfg.model_dir}/{LAST}", flush=True)
         return 0

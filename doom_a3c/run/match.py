@@ -163,8 +163,8 @@ def seat_config(config: TrainConfig, map_config: TrainConfig, seat: Seat, bots: 
 
 def person_config(map_config: TrainConfig) -> TrainConfig:
     """The person's seat: the match's map and rules, rendered at PERSON_RESOLUTION for the window; no labels
-    buffer (--enemy-coef's, for learning only)."""
-    return dataclasses.replace(map_config, screen_resolution=PERSON_RESOLUTION, enemy_coef=0.0)
+    buffer (--enemy-coef's, for learning only) and no audio buffer (an agent's ears: the person has their own)."""
+    return dataclasses.replace(map_config, screen_resolution=PERSON_RESOLUTION, enemy_coef=0.0, audio=False)
 
 
 def play_match(agents: list[Agent], map_config: TrainConfig, minutes: float, bots: int, seed: int, index: int = 0,

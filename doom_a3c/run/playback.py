@@ -14,9 +14,11 @@ import numpy as np
 
 from doom_a3c.envs.display import display_problem
 from doom_a3c.envs.gymnasium_env import GameEnv
+from doom_a3c.envs.interface import AUDIO
 from doom_a3c.errors import CheckpointError, ConfigError, one_line
 from doom_a3c.run.agent import Agent, load_agent
-from doom_a3c.run.recording import VIDEO_FORMATS, write_video
+from doom_a3c.run.recording import VIDEO_FORMATS, Soundtrack, write_video
+from doom_a3c.run.speaker import Speaker
 from doom_a3c.runtime.checkpoint import resolve_prefix
 from doom_a3c.runtime.files import atomic_write_text, ensure_writable_dir
 
@@ -38,12 +40,14 @@ def match_caption(report: dict) -> str:
             f"{report['players']:g}")
 
 
-def play_episode(agent: Agent, env: GameEnv,
-                 captions: list[str] | None = None) -> tuple[float, int, list[np.ndarray], dict | None]:
+def play_episode(agent: Agent, env: GameEnv, captions: list[str] | None = None, sounds: list[np.ndarray] | None = None,
+                 speaker: Speaker | None = None) -> tuple[float, int, list[np.ndarray], dict | None]:
     """One whole game: (reward, steps, the screens a person sees, a deathmatch's report of the match or None).
     ViZDoom games show every tic. An Atari life loss resets the LSTM (the agent reads it in `info`), as in
     training, and the game goes on. A deathmatch host's game with a `captions` list: each screen's standing (frags,
-    deaths, place) is appended to it, one caption a screen."""
+    deaths, place) is appended to it, one caption a screen. A game that is heard (--audio): each step's sound is
+    appended to `sounds` and played on `speaker`, where given (the last step's is silence: the engine shows no state
+    once the game is over)."""
     captions = captions if captions is not None and hasattr(env.game, "match_report") else None
     tic_by_tic = hasattr(env.game, "record_tics")  # ViZDoom: a frame per tic, not per frame_skip tics
     if tic_by_tic:
@@ -56,6 +60,11 @@ def play_episode(agent: Agent, env: GameEnv,
     while not game_over:
         observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
         total, length, game_over = total + reward, length + 1, terminated or truncated
+        if isinstance(observation, dict) and AUDIO in observation:
+            if sounds is not None:
+                sounds.append(observation[AUDIO])
+            if speaker is not None:
+                speaker.play(observation[AUDIO])
         shown = len(frames)
         if tic_by_tic:
             frames.extend(env.game.tic_screens)
@@ -65,6 +74,17 @@ def play_episode(agent: Agent, env: GameEnv,
             report = info["match"] if game_over else env.game.match_report()
             captions.extend([match_caption(report)] * (len(frames) - shown))
     return total, length, frames, info.get("match")
+
+
+def soundtrack(sounds: list[np.ndarray] | None, sampling_rate: int) -> Soundtrack | None:
+    """A heard episode's steps' sounds as its video's track: a tic of silence under the first frame (the screen
+    before the first step), then each step's tics as they played; None for a game not heard."""
+    if not sounds:
+        return None
+    from doom_a3c.envs.doom.audio import TICS_PER_SECOND
+
+    first_frame = np.zeros((sampling_rate // TICS_PER_SECOND, 2), np.int16)
+    return Soundtrack(np.concatenate([first_frame, *sounds]), sampling_rate)
 
 
 def seconds_per_frame(env: GameEnv) -> float:
@@ -95,13 +115,18 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
     if window:  # the first act builds the compiled step: not while the game's own clock runs
         agent.policy(env.observation_space.sample())
         agent.reset()
+    heard = bool(getattr(agent.config, "audio", False))
+    speaker = Speaker(agent.config.audio_sampling_rate) if window and heard else None
+    if speaker is not None and not speaker.playing:
+        print(f"note: the window plays silent: no sound device ({speaker.problem})", flush=True)
     summaries, stopped = [], None
     try:
         for index in range(episodes):
             started = time.monotonic()
             captions: list[str] | None = [] if agent.config.plays_deathmatch() else None
+            sounds: list[np.ndarray] | None = [] if heard else None
             try:
-                total, length, frames, match = play_episode(agent, env, captions)
+                total, length, frames, match = play_episode(agent, env, captions, sounds, speaker)
             except KeyboardInterrupt:
                 if not window:
                     raise
@@ -115,10 +140,12 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
             seconds = time.monotonic() - started
             tics = env.game.episode_tics() if hasattr(env.game, "episode_tics") else None
             paths = write_video(os.path.join(out, f"episode_{index + 1:03d}"), frames, seconds_per_frame(env), video,
-                                captions)
+                                captions, soundtrack(sounds, agent.config.audio_sampling_rate))
             summaries.append(EpisodeSummary(total, length, paths[0], paths, len(frames), match, seconds, tics))
     finally:
         env.close()
+        if speaker is not None:
+            speaker.close()
     rewards = [s.reward for s in summaries]
     results = {
         "checkpoint": agent.checkpoint, "scenario": agent.config.scenario,

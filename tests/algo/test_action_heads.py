@@ -151,8 +151,8 @@ def test_a_factorised_config_saved_as_json_gives_the_same_network(tmp_path):
     assert loaded == config
     net = build_network(loaded, spec, "global")
     restore(tf.train.Checkpoint(model=net), prefix, partial=True)
-    observations = (rng.integers(0, 256, (3, 20, 20, 1)).astype(np.uint8),
-                    rng.normal(size=(3, len(config.game_variables))).astype(np.float32))  # deadly_corridor's variables
+    observations = {"frame": rng.integers(0, 256, (3, 20, 20, 1)).astype(np.uint8),  # deadly_corridor's variables
+                    "variables": rng.normal(size=(3, len(config.game_variables))).astype(np.float32)}
     expected = parts.learner.net.step(observations, net.initial_state(3), tf.ones([3]))
     out = net.step(observations, net.initial_state(3), tf.ones([3]))
     np.testing.assert_allclose(out.logits.numpy(), expected.logits.numpy(), rtol=1e-6)

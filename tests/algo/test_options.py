@@ -326,6 +326,7 @@ def test_preset_fills_only_the_flags_not_given(capsys, tmp_path, monkeypatch):
                    "ale_vector",  # the kind's: Atari's games in ale-py's vector env, off for the others
                    "frame_stack",  # the preset's [train] value, else 1
                    "bots",  # the preset's top level, else 0
+                   "audio",  # whether the .cfg enables the audio buffer
                    "precision"}  # "auto" resolved to what this CPU runs (doom_a3c/algo/model/precision.py)
     flags = [f for f in dataclasses.fields(TrainConfig) if f.metadata.get("flag", True) and f.name not in environment]
     assert {f.name: getattr(center, f.name) for f in flags} == {f.name: getattr(defaults, f.name) for f in flags}

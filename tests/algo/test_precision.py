@@ -144,7 +144,7 @@ def _inputs(torso, steps, batch, seed=3):
     if torso == "dense":
         return tf.constant(rng.normal(size=(steps, batch, 6)).astype(np.float32))
     frames = tf.constant(rng.integers(0, 256, (steps, batch, *FRAME), dtype=np.uint8))
-    return frames, tf.constant(rng.normal(100.0, 30.0, (steps, batch, VARIABLES)).astype(np.float32))
+    return {"frame": frames, "variables": tf.constant(rng.normal(100.0, 30.0, (steps, batch, VARIABLES)).astype(np.float32))}
 
 
 def _close(bfloat16, float32):

@@ -161,7 +161,7 @@ def test_export_takes_game_variables_as_a_second_input(tmp_path):
     variables = rng.normal(size=(4, 2)).astype(np.float32) * 5
     h = c = np.zeros([4, 8], np.float32)
     out = step(observation=frames, game_variables=variables, state_h=h, state_c=c, episode_start=np.ones(4, np.float32))
-    direct = net.step((frames, variables), net.initial_state(4), tf.ones([4]))
+    direct = net.step({"frame": frames, "variables": variables}, net.initial_state(4), tf.ones([4]))
     np.testing.assert_allclose(out["probabilities"], tf.nn.softmax(direct.logits), atol=1e-6)
     other = step(observation=frames, game_variables=variables * 0, state_h=h, state_c=c,
                  episode_start=np.ones(4, np.float32))

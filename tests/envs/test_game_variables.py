@@ -90,7 +90,9 @@ def test_game_variables_reach_the_network_with_their_shape_and_values(tmp_path):
     policy = RecordingPolicy(net, 2)
     runner = GameRunner(0, config, EnvBatch([HealthEnv(1), HealthEnv(2)]), policy, RunState(), seed=0)
     rollout = runner.collect(6)
-    frames, variables = network_inputs(rollout.observations)
+    inputs = network_inputs(rollout.observations)
+    frames, variables = inputs["frame"], inputs["variables"]
+    assert sorted(inputs) == ["frame", "variables"]
     assert frames.shape == (6, 2, *FRAME) and frames.dtype == np.uint8
     assert variables.shape == (6, 2, 2) and variables.dtype == np.float32
     # Step t of a 4-step game: health 100 - 5 t (x0.01); the game restarts after step 4.
@@ -121,7 +123,7 @@ def test_network_joins_variable_features_to_the_pixel_features(tmp_path):
     net = build_actor_critic(config, 3, FRAME, name="global")
     frames = np.random.default_rng(0).integers(0, 256, (2, *FRAME)).astype(np.uint8)
     variables = np.array([[1.0, 0.5], [0.2, 0.0]], np.float32)
-    features = net.encode((frames, variables))[0].numpy()
+    features = net.encode({"frame": frames, "variables": variables})[0].numpy()
     x = net._inputs(tf.constant(frames))
     for layer in (net.conv1, net.conv2, net.flatten, net.hidden):
         x = layer(x)

@@ -21,14 +21,14 @@ from support import GAMES, STEPS, StillEnv, fixed_rollouts, small_config, spec
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
-def test_three_modes_apply_identical_updates_from_the_same_rollouts(tmp_path, monkeypatch, precision):
+@pytest.mark.parametrize("precision, heard", [("float32", False), ("bfloat16", False), ("float32", True)])
+def test_three_modes_apply_identical_updates_from_the_same_rollouts(tmp_path, monkeypatch, precision, heard):
     """Three updates (clipped at global norm 0.5, so clipping acts) through each mode's own learning path; in
     bfloat16 too, where GA3C's trainer and the Ray parameter server build the same mixed-precision network through
-    build_actor_critic."""
-    small = functools.partial(small_config, precision=precision)
+    build_actor_critic; and with each step's sound beside the frames (--audio), on the same one path."""
+    small = functools.partial(small_config, precision=precision, audio=heard)
     config = small(tmp_path)
-    rollouts = fixed_rollouts(3, config.lstm_size)
+    rollouts = fixed_rollouts(3, config.lstm_size, heard)
     initial = build_global(small(tmp_path / "initial"), spec()).learner.weights()
 
     def start_from_initial(learner):  # the LSTM's recurrent initializer is not seeded: every mode starts alike

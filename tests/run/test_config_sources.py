@@ -21,7 +21,7 @@ CHOICE_FIELDS = {"action_set", "policy_heads", "trainer", "distributed", "precis
                  "weight_init", "activation", "advantage", "n_step_variant", "epsilon_spread", "gradient_mode",
                  "lr_schedule", "frame_norm", "video"}
 BOUNDED_FIELDS = {"frame_skip", "reward_scale", "frame_size", "frame_width", "frame_stack", "bots", "curriculum_matches",
-                  "curriculum_frags", "self_play_opponents",
+                  "curriculum_frags", "self_play_opponents", "audio_sampling_rate",
                   "self_play_snapshot_minutes", "workers", "envs_per_worker", "env_threads", "env_processes",
                   "game_timeout", "max_game_restarts", "seed", "rollout", "gamma", "gae_lambda", "return_scale_floor",
                   "value_coef", "policy_coef", "entropy_coef", "entropy_target", "clip_norm", "enemy_coef", "epochs",

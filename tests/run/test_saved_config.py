@@ -148,7 +148,8 @@ def test_every_boolean_is_a_flag_both_ways():
     assert set(BOOLEAN_FLAGS) == {"clip_rewards", "normalize_advantages", "lstm", "separate_networks", "resume",
                                   "video_tics", "preset", "cfg_variables", "normalize_variables", "normalize_returns",
                                   "color", "fine_turns",
-                                  "evaluate", "eval_greedy", "jit_compile", "ale_vector", "self_play", "bot_curriculum"}
+                                  "evaluate", "eval_greedy", "jit_compile", "ale_vector", "self_play", "bot_curriculum",
+                                  "audio"}
     parser = build_parser("test")
     for name in BOOLEAN_FLAGS:
         flag = name.replace("_", "-")
@@ -159,10 +160,12 @@ def test_every_boolean_is_a_flag_both_ways():
 # A preset cannot turn itself off; the .cfg's variables and the half turns are Doom's (tests/run/test_own_maps.py
 # and tests/envs/test_fine_turns.py set them both ways); colour is for pixels (tests/envs/test_image_envs.py); the
 # vector env for Atari (tests/run/test_ale_vector_choice.py); self-play for multiplayer maps
-# (tests/run/test_self_play_training.py); the bot curriculum for a deathmatch with bots (tests/run/test_bots_flag.py).
+# (tests/run/test_self_play_training.py); the bot curriculum for a deathmatch with bots (tests/run/test_bots_flag.py);
+# sound for ViZDoom's engines (tests/algo/test_audio_torso.py, tests/envs/test_audio.py).
 @pytest.mark.parametrize("name", [n for n in BOOLEAN_FLAGS if n not in ("resume", "preset", "cfg_variables",
                                                                         "normalize_variables", "color", "fine_turns",
-                                                                        "ale_vector", "self_play", "bot_curriculum")])
+                                                                        "ale_vector", "self_play", "bot_curriculum",
+                                                                        "audio")])
 @pytest.mark.parametrize("preset_value", [True, False])
 def test_a_flag_turns_a_preset_boolean_either_way(presets, name, preset_value):
     """CartPole's preset sets the boolean; the command line's opposite wins, and without it the preset's holds."""

@@ -247,12 +247,14 @@ def left_in_session(session: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
-    """Untrained checkpoints: basic.wad's (single player) and deathmatch_simple's with bots (a multiplayer map)."""
+    """Untrained checkpoints: basic.wad's (single player), basic_audio's (heard: --audio) and deathmatch_simple's with
+    bots (a multiplayer map)."""
     folder = tmp_path_factory.mktemp("checkpoints")
     cwd = os.getcwd()
     os.chdir(folder)  # ViZDoom writes _vizdoom.ini where it runs
     try:
         return {"basic": save_checkpoint(folder / "basic", scenario="basic"),
+                "basic_audio": save_checkpoint(folder / "basic_audio", scenario="basic_audio"),
                 "deathmatch": save_checkpoint(folder / "deathmatch", scenario=DEATHMATCH_SIMPLE_CFG, bots=1,
                                               frame_size=42)}
     finally:
@@ -260,6 +262,29 @@ def checkpoints(tmp_path_factory):
 
 
 # ---- --window: the episodes live ---------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_heard_run_plays_its_sound_on_the_machines_sound_device(checkpoints, tmp_path, display):
+    """basic_audio's window plays what the agent hears: SDL's disk driver stands in for a sound card and keeps every
+    sample it was given in a file, which fills with the Cacodemon's sound (int16 stereo)."""
+    from doom_a3c.envs.doom.audio import openal_problem
+
+    if openal_problem():
+        pytest.skip(f"no sound here: {openal_problem()}")
+    played = tmp_path / "speaker.raw"
+    env = {**display.env, "SDL_AUDIODRIVER": "disk", "SDL_DISKAUDIOFILE": str(played)}
+    proc = start_play(tmp_path, "play", "--model", checkpoints["basic_audio"], "--window", "--episodes", 1,
+                      "--out", tmp_path / "out", env=env)
+    returncode, out, err = finish(proc)
+    assert returncode == 0, out[-2000:] + err[-2000:]
+    assert "plays silent" not in out
+    samples = np.frombuffer(played.read_bytes(), np.int16)
+    steps = json.loads((tmp_path / "out" / "results.json").read_text())["episodes"][0]["length"]
+    assert len(samples) >= 2 * 315 * 4 * (steps - 1)  # every step's sound reached the device (the last is silence)
+    assert np.abs(samples).max() > 1000
+
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_window_shows_the_game_at_35_tics_a_second(checkpoints, tmp_path, display):

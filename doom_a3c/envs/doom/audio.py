@@ -7,9 +7,9 @@ first, [frame_skip * rate / 35, 2] (left, right): a monster to the right is loud
 Two traps of the engine, both silent or fatal without these steps:
 - Without the system's OpenAL library (Debian's `libopenal1`) the engine starts and every buffer is zeros, with no
   warning: an agent would learn from silence. `openal_problem` says so before any engine starts.
-- With it, OpenAL Soft 1.19's reverb filter aborts the engine (`BiquadFilter_setParams: Assertion 'gain >
-  0.00001f' failed`, ViZDoom's issue #472); `+snd_efx 0` turns the effects off, and the buffer keeps the sound and
-  its direction.
+- With it, OpenAL Soft 1.19's reverb filter may abort the engine (`BiquadFilter_setParams: Assertion 'gain >
+  0.00001f' failed`, as reported on ViZDoom's tracker); `+snd_efx 0` turns the effects off, and the buffer keeps the
+  sound and its direction.
 """
 from __future__ import annotations
 
@@ -65,21 +65,19 @@ def set_up_audio(game, vzd, sampling_rate: int, frame_skip: int) -> None:
 
 
 class SilenceWatch:
-    """Whether an episode's buffers held any sound: a whole episode of zeros means the engine is not making it (no
-    OpenAL device, a broken library), and the agent must not learn from it."""
+    """Whether a game's engine makes sound at all: a whole episode of zeros before any sound was heard means it does not
+    (no OpenAL device, a broken library), and the agent must not learn from it. Once a game was heard, a quiet episode
+    later is the game's own (a map where nothing made a noise), not a fault."""
 
     def __init__(self, scenario: str):
         self._scenario = scenario
-        self._heard = False
-
-    def restart(self) -> None:
         self._heard = False
 
     def hear(self, buffer: np.ndarray) -> None:
         self._heard = self._heard or bool(buffer.any())
 
     def check_episode(self) -> None:
-        """At an episode's end: ConfigError if it was silent throughout."""
+        """At an episode's end: ConfigError if the game has been silent from its start to here."""
         if not self._heard:
             raise ConfigError(f"--audio: ViZDoom's audio buffer stayed silent for a whole episode of {self._scenario}, "
                               f"so the agent would learn from silence; check that OpenAL works ({INSTALL_OPENAL}), "

@@ -277,8 +277,6 @@ class DoomEnvironment:
             self._deaths = self._deaths_at_start = self._game.get_game_variable(self._deaths_variable)
         self._match_tics = self._tics_seen = 0
         self._restart_shaping()
-        if self._silence is not None:
-            self._silence.restart()
         return self._observe()
 
     def _died(self) -> tuple[bool, float]:
