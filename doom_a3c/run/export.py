@@ -31,6 +31,7 @@ either way; the config beside it keeps the training's).
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from typing import NamedTuple
@@ -65,7 +66,14 @@ class PolicyStep(tf.Module):
         specs += [tf.TensorSpec(state.shape, tf.float32, name="state_h"),
                   tf.TensorSpec(state.shape, tf.float32, name="state_c"),
                   tf.TensorSpec([None], tf.float32, name="episode_start")]
-        self.step = tf.function(self._step, input_signature=specs)
+
+        def step(*values):
+            return self._step(*values)
+
+        # the step's arguments by name (observation=..., audio=...), whichever inputs this network takes
+        step.__signature__ = inspect.Signature([inspect.Parameter(spec.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                                for spec in specs])
+        self.step = tf.function(step, input_signature=specs)
 
     def _step(self, *inputs):
         from doom_a3c.algo.model.actor_critic import LSTMState

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import imageio_ffmpeg
 import numpy as np
@@ -23,20 +24,14 @@ RATE = 11025
 SAMPLES_A_STEP = 4 * RATE // 35  # basic_audio's 4 tics a step
 
 
-class Run:
-    pass
-
-
 @pytest.fixture(scope="module")
 def heard(tmp_path_factory):
-    """train.py on basic_audio (the .cfg enables the audio buffer: heard by default) for 600 steps."""
+    """train.py on basic_audio (the .cfg enables the audio buffer: heard by default) for 600 steps: its run folder."""
     base = tmp_path_factory.mktemp("heard")
-    r = Run()
-    r.model_dir = base / "model"
-    r.proc = run("train.py", "--scenario", "basic_audio", "--max-steps", 600, "--workers", 1, "--envs-per-worker", 2,
-                 "--no-evaluate", "--gif-every", 0, "--model-dir", r.model_dir, "--frames-dir", base / "frames")
-    assert r.proc.returncode == 0, r.proc.stderr[-3000:]
-    return r
+    proc = run("train.py", "--scenario", "basic_audio", "--max-steps", 600, "--workers", 1, "--envs-per-worker", 2,
+               "--no-evaluate", "--gif-every", 0, "--model-dir", base / "model", "--frames-dir", base / "frames")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return SimpleNamespace(model_dir=base / "model")
 
 
 def test_basic_audio_is_heard_by_default_and_says_so_in_its_config(heard):
