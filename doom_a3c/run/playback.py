@@ -81,9 +81,9 @@ def soundtrack(sounds: list[np.ndarray] | None, sampling_rate: int) -> Soundtrac
     before the first step), then each step's tics as they played; None for a game not heard."""
     if not sounds:
         return None
-    from doom_a3c.envs.doom.audio import TICS_PER_SECOND
+    from doom_a3c.envs.doom.game import DOOM_TICS_PER_SECOND
 
-    first_frame = np.zeros((sampling_rate // TICS_PER_SECOND, 2), np.int16)
+    first_frame = np.zeros((sampling_rate // DOOM_TICS_PER_SECOND, 2), np.int16)
     return Soundtrack(np.concatenate([first_frame, *sounds]), sampling_rate)
 
 
@@ -115,7 +115,7 @@ def play(model: str, out: str, episodes: int = 3, greedy: bool = False, seed: in
     if window:  # the first act builds the compiled step: not while the game's own clock runs
         agent.policy(env.observation_space.sample())
         agent.reset()
-    heard = bool(getattr(agent.config, "audio", False))
+    heard = bool(agent.config.audio)
     speaker = Speaker(agent.config.audio_sampling_rate) if window and heard else None
     if speaker is not None and not speaker.playing:
         print(f"note: the window plays silent: no sound device ({speaker.problem})", flush=True)
